@@ -1,0 +1,125 @@
+"""Every knob of an `Agent`, with its default and the reason it exists.
+
+Each field is a class attribute, so a domain agent is a subclass that sets some of
+them (`system = "..."`, `tools = [...]`), and each can also be passed to the
+constructor, which wins over the class. `AgentOptions` is the same list for type
+checkers, so `Agent(max_step=3)` is caught before it runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, get_args
+
+from agent.usage import PRICES, Price
+
+if TYPE_CHECKING:
+    from agent.llm import LLM
+    from agent.registry import Tool
+
+__all__ = ["EFFORTS", "AgentConfig", "AgentOptions"]
+
+Effort = Literal["low", "medium", "high", "xhigh", "max"]
+EFFORTS: tuple[str, ...] = get_args(Effort)
+
+
+class AgentOptions(TypedDict, total=False):
+    model: str
+    system: str
+    tools: Sequence[Tool | Callable[..., Any]]
+    llm: LLM | None
+    max_steps: int
+    max_tokens: int
+    effort: str | None
+    max_cost_usd: float | None
+    max_input_tokens: int | None
+    prices: Mapping[str, Price]
+    tool_timeout: float | None
+    usage_log: str | Path | None
+    max_context_tokens: int
+    keep_recent: int
+    prune_batch: int
+    keep_fields: Mapping[str, Sequence[str]]
+    list_top_n: int
+    compress_threshold: int
+    artifacts_dir: str | Path | None
+    cache: bool
+    cache_ttl: str
+    summarizer_model: str | None
+
+
+class AgentConfig:
+    """Defaults for every option; see `AgentOptions` for the constructor's keywords."""
+
+    model: str = "claude-opus-5"
+    """Model id sent with every request (and used to look up its price)."""
+    system: str = ""
+    """System prompt. Keep it free of timestamps: a changing system prompt kills the cache."""
+    tools: Sequence[Tool | Callable[..., Any]] = ()
+    """Tools (or plain typed functions) the model may call."""
+    llm: LLM | None = None
+    """The model seam; None builds `AnthropicLLM()` from the environment."""
+    max_steps: int = 20
+    """Most model calls in one run; one more raises `StepBudgetExceeded`."""
+    max_tokens: int = 4096
+    """Output tokens per call. Non-streaming calls above ~21,333 are refused by the SDK."""
+    effort: str | None = None
+    """`output_config.effort` (low|medium|high|xhigh|max), None to omit. Changing it
+    between steps invalidates the cached messages (tools and system stay cached)."""
+    max_cost_usd: float | None = None
+    """Dollar budget for the run, checked before each call; needs a priced model."""
+    max_input_tokens: int | None = None
+    """Cumulative prompt-token budget for the run, checked before each call."""
+    prices: Mapping[str, Price] = PRICES
+    """Price table ($ per million tokens) used for `cost_usd` and `max_cost_usd`."""
+    tool_timeout: float | None = 60.0
+    """Seconds a tool may run before it becomes an error result (per-tool `timeout` wins)."""
+    usage_log: str | Path | None = None
+    """A JSONL file that gets one usage record per model call."""
+    max_context_tokens: int = 0
+    """Compaction threshold in estimated prompt tokens; 0 disables compaction."""
+    keep_recent: int = 3
+    """Tool-result turns kept verbatim by pruning; older ones become one-line stubs. 0 disables."""
+    prune_batch: int = 2
+    """Prune only once this many turns are prunable, so the cached prefix moves rarely."""
+    keep_fields: Mapping[str, Sequence[str]] = MappingProxyType({})
+    """Per-tool field whitelists ({tool_name: [field, "nested.path"]}), on top of `@tool(keep=)`."""
+    list_top_n: int = 5
+    """Items a slimmed list keeps inline (the rest stay in the artifact)."""
+    compress_threshold: int = 2000
+    """Results shorter than this many characters are sent untouched."""
+    artifacts_dir: str | Path | None = "artifacts"
+    """Where full results are stored for read-back; None keeps no artifacts."""
+    cache: bool = True
+    """Place prompt-cache breakpoints (system prompt and newest message)."""
+    cache_ttl: str = "5m"
+    """Cache lifetime, "5m" or "1h" (a 1h write costs 2x base input instead of 1.25x)."""
+    summarizer_model: str | None = None
+    """Model for compaction summaries; None uses `model`. A cheaper one is fine."""
+
+    def __init__(self, **options: Any) -> None:
+        unknown = sorted(set(options) - set(AgentOptions.__annotations__))
+        if unknown:
+            raise TypeError(f"unknown Agent option(s): {', '.join(unknown)}")
+        for name, value in options.items():
+            setattr(self, name, value)
+        self.validate()
+
+    def validate(self) -> None:
+        """Reject settings the API or the loop would only reject later, and less clearly."""
+        check_effort(self.effort)
+        if self.max_steps < 1:
+            raise ValueError("max_steps must be at least 1")
+        if not 1 <= self.max_tokens <= 21_333:
+            raise ValueError("max_tokens must be 1..21,333 (the SDK requires streaming above that)")
+        if self.cache_ttl not in ("5m", "1h"):
+            raise ValueError(f'cache_ttl must be "5m" or "1h", not {self.cache_ttl!r}')
+        if self.keep_recent < 0 or self.prune_batch < 1 or self.max_context_tokens < 0:
+            raise ValueError("keep_recent and max_context_tokens must be >= 0, prune_batch >= 1")
+
+
+def check_effort(effort: str | None) -> None:
+    if effort is not None and effort not in EFFORTS:
+        raise ValueError(f"effort must be one of {', '.join(EFFORTS)} or None, not {effort!r}")

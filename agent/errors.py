@@ -1,0 +1,50 @@
+"""Typed exceptions for the ways a run can end early.
+
+Flow control by exception keeps the loop short: a budget check or a failed model
+call raises, and the exception carries the partial `RunResult`, so the paid-for
+work is never lost just because the run could not finish.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agent.loop import RunResult
+
+__all__ = [
+    "AgentError",
+    "BudgetExceeded",
+    "CostBudgetExceeded",
+    "ModelCallFailed",
+    "StepBudgetExceeded",
+    "TokenBudgetExceeded",
+]
+
+
+class AgentError(Exception):
+    """Base class of every error a run raises; `result` holds what was done so far."""
+
+    def __init__(self, message: str, result: RunResult | None = None) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+class BudgetExceeded(AgentError):
+    """A run stopped because the next step would go over one of its budgets."""
+
+
+class StepBudgetExceeded(BudgetExceeded):
+    """`max_steps` model calls were made and the model still wanted to go on."""
+
+
+class CostBudgetExceeded(BudgetExceeded):
+    """The next call would push the run's dollar cost over `max_cost_usd`."""
+
+
+class TokenBudgetExceeded(BudgetExceeded):
+    """The next call would push the run's cumulative prompt tokens over `max_input_tokens`."""
+
+
+class ModelCallFailed(AgentError):
+    """The model call still failed after the SDK's retries; `__cause__` is the SDK error."""

@@ -1,0 +1,91 @@
+"""Small pure helpers over wire-shaped messages (plain dicts, as the API takes them).
+
+History is kept exactly as it goes on the wire: no private keys to strip before
+sending, nothing to leak. What bookkeeping needs (which tool produced a result) is
+derived from the history itself: a `tool_result` answers the `tool_use` with the
+same id in the message right before it.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from anthropic.types import Message
+
+from agent.registry import ToolCall
+
+__all__ = [
+    "assistant_message",
+    "blocks",
+    "tool_calls",
+    "tool_names_by_id",
+    "tool_result_block",
+    "user_message",
+]
+
+Msg = dict[str, Any]
+
+
+def user_message(text: str) -> Msg:
+    return {"role": "user", "content": [{"type": "text", "text": text}]}
+
+
+def blocks(message: Msg) -> list[dict[str, Any]]:
+    """A message's content as a list of blocks (a bare string becomes one text block)."""
+    content = message.get("content", [])
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return list(content)
+
+
+def assistant_message(response: Message, *, drop_tool_uses: bool = False) -> Msg | None:
+    """The response as an assistant turn to send back; None when nothing is left.
+
+    `drop_tool_uses` is for a turn cut off by `max_tokens` or `refusal`: its tool
+    calls must not run, and a `tool_use` left without a result would make the
+    history invalid for any later request.
+    """
+    content = []
+    for block in response.content:
+        if drop_tool_uses and block.type in ("tool_use", "server_tool_use"):
+            continue
+        if block.type == "text" and not block.text:
+            continue  # the API rejects empty text blocks
+        content.append(block.model_dump(mode="json", exclude_none=True))
+    return {"role": "assistant", "content": content} if content else None
+
+
+def tool_calls(response: Message) -> list[ToolCall]:
+    return [ToolCall(b.id, b.name, dict(b.input)) for b in response.content if b.type == "tool_use"]
+
+
+def tool_result_block(tool_use_id: str, content: str, is_error: bool = False) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content}
+    if is_error:
+        block["is_error"] = True
+    return block
+
+
+def tool_names_by_id(messages: Sequence[Msg]) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Every `tool_use` id in the history mapped to (tool name, input)."""
+    found: dict[str, tuple[str, dict[str, Any]]] = {}
+    for message in messages:
+        if message.get("role") != "assistant":
+            continue
+        for block in blocks(message):
+            if block.get("type") == "tool_use":
+                found[block["id"]] = (block["name"], block.get("input", {}))
+    return found
+
+
+def iter_tool_results(message: Msg) -> Iterator[dict[str, Any]]:
+    for block in blocks(message):
+        if block.get("type") == "tool_result":
+            yield block
+
+
+def deep_copy(messages: Sequence[Msg]) -> list[Msg]:
+    """A copy the caller's lists and dicts cannot be reached through."""
+    return copy.deepcopy(list(messages))

@@ -1,0 +1,211 @@
+"""What every model call cost, in tokens and dollars, and a readable line about it.
+
+A prompt is billed in three parts: uncached input, cache writes and cache reads
+(each at its own price), and the three together are the whole prompt. Judging a
+change by `input_tokens` alone once caching is on is the classic mistake, so every
+record carries all three and their sum. A model without a known price gets cost
+`None`: a guessed dollar figure is worse than none.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from anthropic.types import Message
+
+__all__ = ["PRICES", "Price", "RunUsage", "Usage", "price_for"]
+
+log = logging.getLogger("agent")
+
+
+@dataclass(frozen=True)
+class Price:
+    """Dollars per million tokens."""
+
+    input: float
+    cache_write_5m: float
+    cache_write_1h: float
+    cache_read: float
+    output: float
+
+    @classmethod
+    def from_base(cls, input: float, output: float) -> Price:
+        """The standard multipliers: 5m write 1.25x, 1h write 2x, read 0.1x of input."""
+        return cls(input, input * 1.25, input * 2, input * 0.1, output)
+
+
+_OPUS = Price.from_base(5.0, 25.0)
+PRICES: Mapping[str, Price] = {
+    "claude-opus-5": _OPUS,
+    "claude-opus-4-8": _OPUS,
+    "claude-opus-4-7": _OPUS,
+    "claude-opus-4-6": _OPUS,
+    "claude-opus-4-5": _OPUS,
+    "claude-sonnet-5": Price.from_base(2.0, 10.0),
+    "claude-sonnet-4-6": Price.from_base(3.0, 15.0),
+    "claude-sonnet-4-5": Price.from_base(3.0, 15.0),
+    "claude-haiku-4-5": Price.from_base(1.0, 5.0),
+}
+
+
+def price_for(model: str, prices: Mapping[str, Price] = PRICES) -> Price | None:
+    """The price of `model`, also for dated ids such as `claude-haiku-4-5-20251001`."""
+    if model in prices:
+        return prices[model]
+    for name in sorted(prices, key=len, reverse=True):
+        if model.startswith(name + "-"):
+            return prices[name]
+    return None
+
+
+@dataclass(frozen=True)
+class Usage:
+    """One model call: what it read, wrote, produced and cost."""
+
+    step: int
+    model: str
+    effort: str | None
+    uncached: int
+    cache_read: int
+    cache_write: int
+    output: int
+    cost_usd: float | None
+    latency_s: float = 0.0
+    stop_reason: str | None = None
+    tools: tuple[str, ...] = ()
+    cache_write_1h: int = 0
+    """The part of `cache_write` written with the 1-hour TTL (priced 2x, not 1.25x)."""
+
+    @property
+    def prompt(self) -> int:
+        """The whole prompt: uncached + cache read + cache write."""
+        return self.uncached + self.cache_read + self.cache_write
+
+    @classmethod
+    def from_message(
+        cls,
+        step: int,
+        message: Message,
+        *,
+        effort: str | None = None,
+        latency_s: float = 0.0,
+        prices: Mapping[str, Price] = PRICES,
+    ) -> Usage:
+        u = message.usage
+        write = u.cache_creation_input_tokens or 0
+        write_1h = (u.cache_creation.ephemeral_1h_input_tokens or 0) if u.cache_creation else 0
+        read = u.cache_read_input_tokens or 0
+        price = price_for(message.model, prices)
+        cost = None
+        if price is not None:
+            cost = (
+                u.input_tokens * price.input
+                + (write - write_1h) * price.cache_write_5m
+                + write_1h * price.cache_write_1h
+                + read * price.cache_read
+                + u.output_tokens * price.output
+            ) / 1_000_000
+        tools = tuple(b.name for b in message.content if b.type == "tool_use")
+        return cls(
+            step,
+            message.model,
+            effort,
+            u.input_tokens,
+            read,
+            write,
+            u.output_tokens,
+            cost,
+            latency_s,
+            message.stop_reason,
+            tools,
+            write_1h,
+        )
+
+    def line(self, hit_ratio: float | None = None) -> str:
+        """`[step 2] prompt=3,412 (read=2,980 write=0 uncached=432) out=120 $0.0031`."""
+        cost = "$?" if self.cost_usd is None else f"${self.cost_usd:.4f}"
+        text = (
+            f"[step {self.step}] prompt={self.prompt:,} (read={self.cache_read:,} "
+            f"write={self.cache_write:,} uncached={self.uncached:,}) out={self.output:,} {cost}"
+        )
+        if hit_ratio is not None:
+            text += f" hit={hit_ratio:.0%}"
+        if self.tools:
+            text += " tools=" + ",".join(self.tools)
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        record = asdict(self)
+        record["prompt"] = self.prompt
+        record["tools"] = list(self.tools)
+        return record
+
+
+@dataclass
+class RunUsage:
+    """Per-step records of a run and their totals."""
+
+    steps: list[Usage] = field(default_factory=list)
+
+    def add(self, record: Usage, jsonl: Path | None = None) -> None:
+        self.steps.append(record)
+        log.info(record.line(self.cache_hit_ratio))
+        if jsonl is not None:
+            with jsonl.open("a", encoding="utf-8") as out:
+                out.write(json.dumps(record.to_json(), sort_keys=True) + "\n")
+
+    def _sum(self, name: str) -> int:
+        return sum(getattr(step, name) for step in self.steps)
+
+    @property
+    def uncached(self) -> int:
+        return self._sum("uncached")
+
+    @property
+    def cache_read(self) -> int:
+        return self._sum("cache_read")
+
+    @property
+    def cache_write(self) -> int:
+        return self._sum("cache_write")
+
+    @property
+    def output(self) -> int:
+        return self._sum("output")
+
+    @property
+    def prompt(self) -> int:
+        """Cumulative prompt tokens over all calls (what `max_input_tokens` limits)."""
+        return self._sum("prompt")
+
+    @property
+    def cost_usd(self) -> float | None:
+        """Total dollars, or None as soon as one step's model had no known price."""
+        costs = [step.cost_usd for step in self.steps]
+        return None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
+
+    @property
+    def cache_hit_ratio(self) -> float:
+        """Share of all prompt tokens that were read from the cache."""
+        return self.cache_read / self.prompt if self.prompt else 0.0
+
+    @property
+    def largest_prompt(self) -> int:
+        return max((step.prompt for step in self.steps), default=0)
+
+    def summary(self) -> str:
+        cost = "?" if self.cost_usd is None else f"{self.cost_usd:.4f}"
+        return (
+            f"{len(self.steps)} calls, prompt={self.prompt:,} (read={self.cache_read:,} "
+            f"write={self.cache_write:,} uncached={self.uncached:,}) out={self.output:,} "
+            f"${cost} hit={self.cache_hit_ratio:.0%}"
+        )
+
+    @classmethod
+    def of(cls, records: Iterable[Usage]) -> RunUsage:
+        return cls(list(records))
