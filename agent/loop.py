@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,6 +75,8 @@ class RunState:
     usage: RunUsage = field(default_factory=RunUsage)
     calibration: Calibration = field(default_factory=Calibration)
     step: int = 0
+    run_id: str = field(default_factory=lambda: time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6])
+    """Names this run's artifacts folder and session records."""
 
     def result(self, text: str, stop_reason: str, detail: str | None = None) -> RunResult:
         return RunResult(text, stop_reason, self.usage, list(self.messages), detail)
@@ -111,7 +114,9 @@ class Agent(AgentConfig):
 
             if response.stop_reason == "tool_use":
                 outcomes = self.run_tools(tool_calls(response), state)
-                results = [tool_result_block(o.call.id, self.render_result(o), o.is_error) for o in outcomes]
+                results = [
+                    tool_result_block(o.call.id, self.render_result(o, state), o.is_error) for o in outcomes
+                ]
                 self.append(state, assistant_message(response), {"role": "user", "content": results})
             elif response.stop_reason == "pause_turn":
                 self.append(state, assistant_message(response))  # sent back as-is to continue
@@ -198,7 +203,7 @@ class Agent(AgentConfig):
         """Run one turn's calls in parallel; outcomes come back in call order."""
         return self.registry.run_all(calls)
 
-    def render_result(self, outcome: ToolOutcome) -> str:
+    def render_result(self, outcome: ToolOutcome, state: RunState) -> str:
         """The text the model reads for one outcome."""
         return to_text(outcome.value)
 
