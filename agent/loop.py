@@ -28,6 +28,8 @@ from anthropic.types import Message
 from typing_extensions import Unpack
 
 from agent.config import AgentConfig, AgentOptions, check_effort
+from agent.context.cache import mark_breakpoints
+from agent.context.guard import PrefixGuard
 from agent.context.tokens import Calibration, estimate_tokens
 from agent.errors import (
     CostBudgetExceeded,
@@ -75,6 +77,7 @@ class RunState:
     usage: RunUsage = field(default_factory=RunUsage)
     calibration: Calibration = field(default_factory=Calibration)
     step: int = 0
+    cache_guard: PrefixGuard = field(default_factory=PrefixGuard)
     run_id: str = field(default_factory=lambda: time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6])
     """Names this run's artifacts folder and session records."""
 
@@ -149,7 +152,7 @@ class Agent(AgentConfig):
         request["messages"] = state.messages
         if effort is not None:
             request["output_config"] = {"effort": effort}
-        return request
+        return mark_breakpoints(request, self.cache_ttl) if self.cache else request
 
     def check_budgets(self, request: dict[str, Any], state: RunState) -> None:
         """Stop before a call that would take the run over a budget.
@@ -197,6 +200,8 @@ class Agent(AgentConfig):
         )
         state.usage.add(record, Path(self.usage_log) if self.usage_log else None)
         state.calibration.observe(estimate_tokens(request), record.prompt)
+        if self.cache:
+            state.cache_guard.observe(request, record)
         return response
 
     def run_tools(self, calls: Sequence[ToolCall], state: RunState) -> list[ToolOutcome]:

@@ -17,6 +17,7 @@ from agent import (
     TokenBudgetExceeded,
     tool,
 )
+from agent.context.cache import strip_cache_control
 from agent.testing import ScriptedLLM, reply, tool_use, validate_request
 from tools import calculator
 
@@ -47,7 +48,9 @@ def agent_with(script: list[Any], **options: Any) -> tuple[Agent, ScriptedLLM]:
 
 
 def results_of(request: dict[str, Any]) -> list[dict[str, Any]]:
-    return [b for b in request["messages"][-1]["content"] if b["type"] == "tool_result"]
+    """The tool results of a request's newest message, without cache markers."""
+    newest = strip_cache_control(request["messages"][-1])
+    return [b for b in newest["content"] if b["type"] == "tool_result"]
 
 
 def test_tool_is_executed_and_its_result_fed_back() -> None:
@@ -142,7 +145,7 @@ def test_pause_turn_sends_the_assistant_turn_back_as_is() -> None:
     agent, llm = agent_with([paused, reply("Finished.")])
     result = agent.run("long job")
     assert len(llm.requests) == 2
-    assert llm.requests[1]["messages"][-1] == {
+    assert strip_cache_control(llm.requests[1]["messages"][-1]) == {
         "role": "assistant",
         "content": [{"type": "text", "text": "Working on it..."}],
     }
@@ -177,7 +180,7 @@ def test_the_callers_history_is_never_mutated() -> None:
     agent, llm = agent_with([reply(tool_use("record", {"note": "a"})), reply("ok")])
     result = agent.run("next", history=history)
     assert history == snapshot
-    assert llm.requests[0]["messages"][:2] == snapshot
+    assert strip_cache_control(llm.requests[0]["messages"][:2]) == snapshot
     result.messages[0]["content"][0]["text"] = "changed"
     assert history == snapshot
 
@@ -254,7 +257,7 @@ def test_subclass_class_attributes_configure_the_agent() -> None:
     agent = Calculating(llm=llm)
     agent.run("2+2")
     request = llm.requests[0]
-    assert request["system"] == [{"type": "text", "text": "You do arithmetic."}]
+    assert strip_cache_control(request["system"]) == [{"type": "text", "text": "You do arithmetic."}]
     assert [t["name"] for t in request["tools"]] == ["calculator"]
     assert agent.max_steps == 4 and request["output_config"] == {"effort": "high"}
     assert Calculating(llm=llm, max_steps=9).max_steps == 9

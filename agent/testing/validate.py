@@ -16,6 +16,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agent.context.cache import count_breakpoints
+
 __all__ = ["MAX_BREAKPOINTS", "validate_request"]
 
 MAX_BREAKPOINTS = 4
@@ -84,25 +86,6 @@ def validate_request(body: Mapping[str, Any]) -> list[str]:
             f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. Found {breakpoints}."
         )
     return errors
-
-
-def count_breakpoints(body: Mapping[str, Any]) -> int:
-    """cache_control markers in tools, system and messages (top-level automatic one included)."""
-    found = 1 if body.get("cache_control") else 0
-    for item in body.get("tools") or []:
-        found += isinstance(item, Mapping) and bool(item.get("cache_control"))
-    system = body.get("system")
-    if isinstance(system, list):
-        found += sum(1 for b in system if isinstance(b, Mapping) and b.get("cache_control"))
-    for message in body.get("messages") or []:
-        content = message.get("content") if isinstance(message, Mapping) else None
-        for block in content if isinstance(content, list) else []:
-            if isinstance(block, Mapping):
-                found += bool(block.get("cache_control"))
-                inner = block.get("content")
-                if block.get("type") == "tool_result" and isinstance(inner, list):
-                    found += sum(1 for b in inner if isinstance(b, Mapping) and b.get("cache_control"))
-    return found
 
 
 def _check_output_config(config: Any) -> list[str]:

@@ -1,0 +1,122 @@
+"""Prompt-cache breakpoints, placed so that what was sent last step is read back this step.
+
+The API renders a request as tools → system → messages and caches a prefix at each
+`cache_control` breakpoint; a later request reads an entry only if its prefix is
+byte-identical and its position is at most 20 blocks before one of the new
+request's breakpoints. So:
+
+* a breakpoint at the end of the system prompt caches tools and system together
+  (they never change within a run; keep timestamps out of the system prompt);
+* a breakpoint on the last block of the newest message writes the whole history,
+  and moves forward every step;
+* a breakpoint at the end of the previous request's last message reads back what
+  the previous step wrote even when one turn added more than 20 blocks (many
+  parallel tool results), which the moving breakpoint alone could not reach.
+
+Three breakpoints at most; the API allows four. `mark` returns a new request and
+copies only the blocks it marks, so the live history is never touched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = [
+    "MIN_CACHEABLE_TOKENS",
+    "count_breakpoints",
+    "mark_breakpoints",
+    "min_cacheable_tokens",
+    "strip_cache_control",
+]
+
+MIN_CACHEABLE_TOKENS: Mapping[str, int] = {
+    "claude-opus-5": 512,
+    "claude-sonnet-5": 1024,
+    "claude-sonnet-4-6": 1024,
+    "claude-sonnet-4-5": 1024,
+    "claude-opus-4-8": 1024,
+    "claude-opus-4-7": 2048,
+    "claude-opus-4-6": 4096,
+    "claude-opus-4-5": 4096,
+    "claude-haiku-4-5": 4096,
+}
+
+
+def min_cacheable_tokens(model: str) -> int:
+    """Shortest prefix the model caches; unknown models get the most cautious value."""
+    for name in sorted(MIN_CACHEABLE_TOKENS, key=len, reverse=True):
+        if model == name or model.startswith(name + "-"):
+            return MIN_CACHEABLE_TOKENS[name]
+    return max(MIN_CACHEABLE_TOKENS.values())
+
+
+def _marker(ttl: str) -> dict[str, str]:
+    return {"type": "ephemeral"} if ttl == "5m" else {"type": "ephemeral", "ttl": ttl}
+
+
+def _with_marker_on_last_block(message: Mapping[str, Any], ttl: str) -> dict[str, Any]:
+    content = message["content"]
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+    blocks[-1] = {**blocks[-1], "cache_control": _marker(ttl)}
+    return {**message, "content": blocks}
+
+
+def _previous_request_end(messages: Sequence[Mapping[str, Any]]) -> int | None:
+    """Index of the last message the previous request ended with (a user turn before the
+    newest assistant turn), or None on the first step."""
+    for index in range(len(messages) - 2, -1, -1):
+        if messages[index].get("role") == "user" and messages[index + 1].get("role") == "assistant":
+            return index
+    return None
+
+
+def mark_breakpoints(request: Mapping[str, Any], ttl: str = "5m") -> dict[str, Any]:
+    """A copy of `request` with cache breakpoints on system, previous end and newest message."""
+    marked = dict(request)
+    system = request.get("system")
+    if system:
+        blocks = [{"type": "text", "text": system}] if isinstance(system, str) else list(system)
+        blocks[-1] = {**blocks[-1], "cache_control": _marker(ttl)}
+        marked["system"] = blocks
+    elif request.get("tools"):
+        tools = list(request["tools"])
+        tools[-1] = {**tools[-1], "cache_control": _marker(ttl)}
+        marked["tools"] = tools
+    messages = list(request.get("messages", []))
+    targets = {len(messages) - 1} if messages and messages[-1].get("content") else set()
+    previous = _previous_request_end(messages)
+    if previous is not None and messages[previous].get("content"):
+        targets.add(previous)
+    for index in targets:
+        messages[index] = _with_marker_on_last_block(messages[index], ttl)
+    marked["messages"] = messages
+    return marked
+
+
+def strip_cache_control(value: Any) -> Any:
+    """`value` without any cache_control markers (to compare prefixes by content)."""
+    if isinstance(value, list):
+        return [strip_cache_control(item) for item in value]
+    if isinstance(value, Mapping):
+        return {k: strip_cache_control(v) for k, v in value.items() if k != "cache_control"}
+    return value
+
+
+def count_breakpoints(body: Mapping[str, Any]) -> int:
+    """cache_control markers in tools, system and messages (top-level automatic one included)."""
+    found = 1 if body.get("cache_control") else 0
+    for item in body.get("tools") or []:
+        found += isinstance(item, Mapping) and bool(item.get("cache_control"))
+    system = body.get("system")
+    if isinstance(system, list):
+        found += sum(1 for b in system if isinstance(b, Mapping) and b.get("cache_control"))
+    for message in body.get("messages") or []:
+        content = message.get("content") if isinstance(message, Mapping) else None
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, Mapping):
+                found += bool(block.get("cache_control"))
+                inner = block.get("content")
+                if block.get("type") == "tool_result" and isinstance(inner, list):
+                    found += sum(1 for b in inner if isinstance(b, Mapping) and b.get("cache_control"))
+    return found

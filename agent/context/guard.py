@@ -1,0 +1,74 @@
+"""Prefix-stability guard: say *why* the cache missed, the way the API never does.
+
+Caching fails silently: a timestamp in the system prompt, tools in another order,
+a history rewritten every step, and cache reads just stay at 0. After every call
+the guard compares the request with the previous one, level by level in render
+order (tools → system → effort and tool settings → history), logs what changed,
+and warns when reads are still 0 after step 2 although the cached prefix is long
+enough for the model to cache it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.context.cache import count_breakpoints, min_cacheable_tokens, strip_cache_control
+from agent.context.tokens import estimate_tokens
+from agent.usage import Usage
+
+__all__ = ["PrefixGuard", "prefix_changes"]
+
+log = logging.getLogger("agent.cache")
+
+_MESSAGE_LEVEL = ("output_config", "tool_choice", "thinking")
+
+
+def prefix_changes(previous: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """Why `current` cannot read everything `previous` cached; empty when it can."""
+    reasons = []
+    if strip_cache_control(previous.get("tools")) != strip_cache_control(current.get("tools")):
+        reasons.append("tools changed")
+    if strip_cache_control(previous.get("system")) != strip_cache_control(current.get("system")):
+        reasons.append("system changed")
+    for key in _MESSAGE_LEVEL:
+        if previous.get(key) != current.get(key):
+            reasons.append(f"{'effort' if key == 'output_config' else key} changed")
+    before = strip_cache_control(previous.get("messages", []))
+    after = strip_cache_control(current.get("messages", []))
+    for index, message in enumerate(before):
+        if index >= len(after) or after[index] != message:
+            reasons.append(f"history rewritten from message {index}")
+            break
+    return reasons
+
+
+@dataclass
+class PrefixGuard:
+    """Remembers the previous request and reports prefix changes and silent cache misses."""
+
+    previous: dict[str, Any] | None = None
+    changes: list[tuple[int, list[str]]] = field(default_factory=list)
+    """(step, reasons) for every step whose prefix differed from the step before."""
+    warnings: list[str] = field(default_factory=list)
+
+    def observe(self, request: Mapping[str, Any], usage: Usage) -> None:
+        reasons = prefix_changes(self.previous, request) if self.previous is not None else []
+        if reasons:
+            self.changes.append((usage.step, reasons))
+            log.info("[step %d] cache prefix changed: %s", usage.step, ", ".join(reasons))
+        cacheable = estimate_tokens(strip_cache_control(self.previous)) if self.previous else 0
+        minimum = min_cacheable_tokens(usage.model)
+        if usage.step >= 2 and usage.cache_read == 0 and cacheable >= minimum and count_breakpoints(request):
+            why = (
+                ", ".join(reasons) or "no change in the prefix: is the server caching, or did the TTL expire?"
+            )
+            message = (
+                f"[step {usage.step}] cache read 0 although ~{cacheable:,} tokens were sent before "
+                f"(minimum {minimum:,} for {usage.model}): {why}"
+            )
+            self.warnings.append(message)
+            log.warning(message)
+        self.previous = dict(request)
