@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, get_args
 from agent.usage import PRICES, Price
 
 if TYPE_CHECKING:
+    from agent.approval import Approver
     from agent.llm import LLM
+    from agent.memory import Memory
     from agent.registry import Tool
 
 __all__ = ["EFFORTS", "AgentConfig", "AgentOptions"]
@@ -45,9 +47,18 @@ class AgentOptions(TypedDict, total=False):
     list_top_n: int
     compress_threshold: int
     artifacts_dir: str | Path | None
+    artifact_min_chars: int
+    artifact_max_bytes: int
+    artifact_keep_runs: int
     cache: bool
     cache_ttl: str
     summarizer_model: str | None
+    summary_prompt: str | None
+    compact_margin: float
+    exact_token_count: bool
+    memory: Memory | None
+    approver: Approver | None
+    allow: Sequence[str]
 
 
 class AgentConfig:
@@ -82,22 +93,45 @@ class AgentConfig:
     """Compaction threshold in estimated prompt tokens; 0 disables compaction."""
     keep_recent: int = 3
     """Tool-result turns kept verbatim by pruning; older ones become one-line stubs. 0 disables."""
-    prune_batch: int = 2
+    prune_batch: int = 4
     """Prune only once this many turns are prunable, so the cached prefix moves rarely."""
     keep_fields: Mapping[str, Sequence[str]] = MappingProxyType({})
     """Per-tool field whitelists ({tool_name: [field, "nested.path"]}), on top of `@tool(keep=)`."""
     list_top_n: int = 5
     """Items a slimmed list keeps inline (the rest stay in the artifact)."""
     compress_threshold: int = 2000
-    """Results shorter than this many characters are sent untouched."""
+    """Results longer than this many characters are compressed to at most this many (shorter
+    ones are sent untouched); error results may take twice as much."""
     artifacts_dir: str | Path | None = "artifacts"
-    """Where full results are stored for read-back; None keeps no artifacts."""
+    """Where full results are stored for read-back (one folder per run, and the model gets
+    the `read_artifact` tool); None keeps no artifacts."""
+    artifact_min_chars: int = 256
+    """Results at least this long are stored in full, cut or not, so a pruned stub can point at them."""
+    artifact_max_bytes: int = 10_000_000
+    """Size cap of one artifact; a larger result is stored truncated, with a note saying so."""
+    artifact_keep_runs: int = 20
+    """Run folders kept under `artifacts_dir`; older ones go when a new run stores its first result."""
     cache: bool = True
     """Place prompt-cache breakpoints (system prompt and newest message)."""
     cache_ttl: str = "5m"
     """Cache lifetime, "5m" or "1h" (a 1h write costs 2x base input instead of 1.25x)."""
     summarizer_model: str | None = None
     """Model for compaction summaries; None uses `model`. A cheaper one is fine."""
+    summary_prompt: str | None = None
+    """Instructions for the summarizer; None uses `agent.context.compact.SUMMARY_PROMPT`."""
+    compact_margin: float = 0.1
+    """Compact once the estimated request passes `max_context_tokens * (1 - compact_margin)`:
+    room for estimation error and for the step's own growth."""
+    exact_token_count: bool = False
+    """Near the threshold, ask the API's `count_tokens` (if the `llm` offers it) instead of
+    trusting the estimate; costs one extra call per step while near it."""
+    memory: Memory | None = None
+    """Key/value memory whose keys the model sees each step (pass `tools.memory_tools(memory)` too)."""
+    approver: Approver | None = None
+    """Asked before an `irreversible` or `requires_approval` tool runs: `approve(call)` returns
+    True, or False / a reason to deny. None denies every gated call not in `allow`."""
+    allow: Sequence[str] = ()
+    """Gated tools trusted to run without asking (the allow list)."""
 
     def __init__(self, **options: Any) -> None:
         unknown = sorted(set(options) - set(AgentOptions.__annotations__))
@@ -118,6 +152,8 @@ class AgentConfig:
             raise ValueError(f'cache_ttl must be "5m" or "1h", not {self.cache_ttl!r}')
         if self.keep_recent < 0 or self.prune_batch < 1 or self.max_context_tokens < 0:
             raise ValueError("keep_recent and max_context_tokens must be >= 0, prune_batch >= 1")
+        if not 0 <= self.compact_margin < 1:
+            raise ValueError(f"compact_margin must be in [0, 1), not {self.compact_margin!r}")
 
 
 def check_effort(effort: str | None) -> None:

@@ -20,24 +20,30 @@ import json
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from anthropic.types import Message
 from typing_extensions import Unpack
 
+from agent.approval import run_guarded
 from agent.config import AgentConfig, AgentOptions, check_effort
+from agent.context.artifacts import ArtifactStore
 from agent.context.cache import mark_breakpoints
+from agent.context.compact import fit_context, summarizer
+from agent.context.diet import register_read_artifact, render_outcome
 from agent.context.guard import PrefixGuard
-from agent.context.tokens import Calibration, estimate_tokens
+from agent.context.prune import artifact_pointers, policies, prune
+from agent.context.tokens import Calibration, estimate_tokens, request_tokens
 from agent.errors import (
     CostBudgetExceeded,
     ModelCallFailed,
     StepBudgetExceeded,
     TokenBudgetExceeded,
 )
-from agent.llm import LLM, AnthropicLLM
+from agent.llm import LLM, AnthropicLLM, TokenCounter
+from agent.memory import with_memory_note
 from agent.messages import (
     Msg,
     assistant_message,
@@ -47,6 +53,7 @@ from agent.messages import (
     user_message,
 )
 from agent.registry import ToolCall, ToolOutcome, ToolRegistry
+from agent.session import Session, pending_turn
 from agent.usage import RunUsage, Usage, price_for
 
 __all__ = ["Agent", "RunResult", "RunState"]
@@ -80,6 +87,10 @@ class RunState:
     cache_guard: PrefixGuard = field(default_factory=PrefixGuard)
     run_id: str = field(default_factory=lambda: time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6])
     """Names this run's artifacts folder and session records."""
+    session: Session = field(default_factory=Session)
+    """The run's record: approvals, started and finished calls; also a JSONL file with `session=`."""
+    artifacts: ArtifactStore | None = None
+    """Full tool results of this run (created on first use; see `agent.context.diet.store_for`)."""
 
     def result(self, text: str, stop_reason: str, detail: str | None = None) -> RunResult:
         return RunResult(text, stop_reason, self.usage, list(self.messages), detail)
@@ -93,14 +104,52 @@ class Agent(AgentConfig):
         if self.max_cost_usd is not None and price_for(self.model, self.prices) is None:
             raise ValueError(f"max_cost_usd needs a price for {self.model!r}: pass prices=")
         self.registry = ToolRegistry(self.tools, default_timeout=self.tool_timeout)
+        register_read_artifact(self.registry, self.artifacts_dir)
         self.llm: LLM = self.llm or AnthropicLLM()
 
     # -- the loop --------------------------------------------------------------------
 
-    def run(self, prompt: str, *, history: Sequence[Msg] = ()) -> RunResult:
-        """Answer `prompt` (after `history`, if any), calling tools until the model is done."""
+    def run(
+        self, prompt: str, *, history: Sequence[Msg] = (), session: str | Path | None = None
+    ) -> RunResult:
+        """Answer `prompt` (after `history`, if any), calling tools until the model is done.
+
+        With `session=path` every turn, approval and tool result is appended to that JSONL
+        file as it happens, so `resume(path)` can continue the run after a crash.
+        """
         state = RunState(messages=[*deep_copy(history), user_message(prompt)])
-        return self.loop(state)
+        if session is not None:
+            state.session = Session.create(
+                session, run_id=state.run_id, model=self.model, messages=state.messages
+            )
+        return state.session.record_run(self.loop, state)
+
+    def resume(self, path: str | Path) -> RunResult:
+        """Continue the run recorded in session file `path` (build the agent as for `run`).
+
+        Finished tools are not run again; an irreversible call that started but has no
+        recorded result is reported to the model as of unknown outcome, never repeated.
+        Budgets count the whole run, before and after the resume.
+        """
+        session, saved = Session.reopen(path)
+        step = max((u.step for u in saved.usage), default=0)
+        state = RunState(saved.messages, RunUsage(saved.usage), Calibration(**saved.calibration), step)
+        state.run_id = saved.run_id
+        state.session = session
+        if saved.stop_reason is not None:  # it had finished: nothing to do
+            session.close()
+            return state.result(final_text(state.messages), saved.stop_reason)
+
+        def finish_turn_then_loop(state: RunState) -> RunResult:
+            if saved.pending:  # it died mid-turn: complete that turn before the next model call
+                results = [
+                    tool_result_block(o.call.id, self.render_result(o, state), o.is_error)
+                    for o in self.run_tools(saved.pending, state)
+                ]
+                self.append(state, pending_turn(saved.pending), {"role": "user", "content": results})
+            return self.loop(state)
+
+        return session.record_run(finish_turn_then_loop, state)
 
     def loop(self, state: RunState) -> RunResult:
         while True:
@@ -133,8 +182,44 @@ class Agent(AgentConfig):
     # -- the overridable steps -----------------------------------------------------------
 
     def prepare_context(self, state: RunState) -> list[Msg]:
-        """The history to send this step; returns a new list, never edits the old one."""
-        return state.messages
+        """The history to send this step, as a new list (the old one is never edited): old
+        tool results pruned to stubs, the head folded into a summary once the request nears
+        `max_context_tokens`, and the memory's keys noted in the newest turn."""
+        irreversible, protected = policies(self.registry)
+        pointer = artifact_pointers(state.artifacts)
+        messages = prune(
+            state.messages, self.keep_recent, batch=self.prune_batch, protected=protected, pointer_for=pointer
+        )
+        if self.max_context_tokens:
+            counter = self.llm if self.exact_token_count and isinstance(self.llm, TokenCounter) else None
+            near = int(self.max_context_tokens * (1 - self.compact_margin) * 0.8)
+            log_path = Path(self.usage_log) if self.usage_log else None
+
+            def measure(candidate: Sequence[Msg]) -> int:
+                request = self.build_request(replace(state, messages=list(candidate)))
+                return request_tokens(request, state.calibration, counter, exact_from=near)
+
+            def record(response: Message) -> None:
+                usage = Usage.from_message(state.step, response, prices=self.prices)
+                state.usage.add(replace(usage, purpose="summary"), log_path)
+
+            model = self.summarizer_model or self.model
+            summarize = summarizer(
+                self.llm, model=model, max_tokens=self.max_tokens, prompt=self.summary_prompt, record=record
+            )
+            messages = fit_context(
+                messages,
+                summarize,
+                limit=self.max_context_tokens,
+                margin=self.compact_margin,
+                measure=measure,
+                size=state.calibration.estimate,
+                irreversible=irreversible,
+                protected=protected,
+                keep_recent=self.keep_recent,
+                pointer_for=pointer,
+            ).messages
+        return with_memory_note(messages, self.memory) if self.memory is not None else messages
 
     def choose_effort(self, state: RunState) -> str | None:
         """Effort for this step; override to think harder on some steps (the cached
@@ -205,16 +290,24 @@ class Agent(AgentConfig):
         return response
 
     def run_tools(self, calls: Sequence[ToolCall], state: RunState) -> list[ToolOutcome]:
-        """Run one turn's calls in parallel; outcomes come back in call order."""
-        return self.registry.run_all(calls)
+        """Run one turn's calls in parallel; outcomes come back in call order.
+
+        Gated tools (`irreversible`, `requires_approval`) ask `approver` first; a denial
+        is an error result. Every call and result is recorded in `state.session`.
+        """
+        state.session.record_usage(state)
+        return run_guarded(self.registry, calls, state.session, self.approver, self.allow)
 
     def render_result(self, outcome: ToolOutcome, state: RunState) -> str:
-        """The text the model reads for one outcome."""
-        return to_text(outcome.value)
+        """The text the model reads for one outcome: whitelisted, compressed or exact by the
+        tool's policy, with the full result stored as an artifact (`agent.context.diet`)."""
+        return render_outcome(self, outcome, state)
 
     def append(self, state: RunState, *new: Msg | None) -> None:
-        """Extend the history with new turns (as a new list)."""
-        state.messages = [*state.messages, *(m for m in new if m is not None)]
+        """Extend the history with new turns (as a new list), recording them in the session."""
+        added = [m for m in new if m is not None]
+        state.session.record_turn(state, added)
+        state.messages = [*state.messages, *added]
 
 
 # -- small pure helpers -----------------------------------------------------------------

@@ -27,6 +27,10 @@ from agent.schema import input_model_for, json_schema, parse_docstring
 __all__ = ["Tool", "ToolCall", "ToolOutcome", "ToolRegistry", "tool"]
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
+MAX_OUTPUT_CHARS = 1_000_000
+"""Longest text (str or bytes) result kept from one call. A runaway tool that returns
+megabytes must not fill memory, the session file or the artifact store: the middle
+is cut, the head and tail kept. The model sees far less anyway once results are slimmed."""
 
 
 @dataclass(frozen=True)
@@ -146,6 +150,17 @@ def _invoke(tool_: Tool, arguments: dict[str, Any], timeout: float | None) -> An
     return tool_.fn(**arguments)
 
 
+def bound_output(value: Any, limit: int, name: str) -> Any:
+    """A str or bytes result longer than `limit` cut to its head and tail (other values as is)."""
+    if not isinstance(value, (str, bytes)) or len(value) <= limit:
+        return value
+    cut = len(value) - limit
+    note = f"\n[... {cut:,} chars cut: {name} returned {len(value):,}, over the {limit:,} kept ...]\n"
+    if isinstance(value, bytes):
+        return value[: limit // 2] + note.encode() + value[len(value) - limit // 2 :]
+    return value[: limit // 2] + note + value[len(value) - limit // 2 :]
+
+
 def _describe_validation(name: str, error: ValidationError) -> str:
     problems = []
     for item in error.errors():
@@ -157,8 +172,14 @@ def _describe_validation(name: str, error: ValidationError) -> str:
 class ToolRegistry:
     """The tools of one agent, by name, declared in a stable order."""
 
-    def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = (), default_timeout: float | None = 60.0):
+    def __init__(
+        self,
+        tools: Iterable[Tool | Callable[..., Any]] = (),
+        default_timeout: float | None = 60.0,
+        max_output_chars: int = MAX_OUTPUT_CHARS,
+    ):
         self.default_timeout = default_timeout
+        self.max_output_chars = max_output_chars
         self._tools: dict[str, Tool] = {}
         for item in tools:
             self.add(item if isinstance(item, Tool) else tool(item))
@@ -228,6 +249,7 @@ class ToolRegistry:
             value, failed = f"{type(error).__name__}: {error}", True
         else:
             failed = False
+        value = bound_output(value, self.max_output_chars, call.name)
         return ToolOutcome(call, value, failed, time.monotonic() - started, tool_)
 
     def _timeout_for(self, tool_: Tool | None) -> float | None:

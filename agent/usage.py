@@ -80,6 +80,8 @@ class Usage:
     tools: tuple[str, ...] = ()
     cache_write_1h: int = 0
     """The part of `cache_write` written with the 1-hour TTL (priced 2x, not 1.25x)."""
+    purpose: str = "step"
+    """Why the call was made: "step" (the loop) or "summary" (a compaction's summarizer)."""
 
     @property
     def prompt(self) -> int:

@@ -30,7 +30,8 @@ def run_steps(steps: int, parallel: int = 1, **options: Any) -> ScriptedLLM:
     script = [reply(*(tool_use("fetch", {"n": i * 100 + j}) for j in range(parallel))) for i in range(steps)]
     llm = ScriptedLLM([*script, reply("done")])
     options.setdefault("system", "You fetch things. " * 40)
-    Agent(llm=llm, tools=[fetch], artifacts_dir=None, keep_recent=0, **options).run("fetch many")
+    options.setdefault("keep_recent", 0)
+    Agent(llm=llm, tools=[fetch], artifacts_dir=None, **options).run("fetch many")
     return llm
 
 
@@ -139,3 +140,23 @@ def test_guard_is_quiet_when_the_server_reads_the_cache() -> None:
     assert guard.warnings == [] and guard.changes == []
     guard.observe(request, Usage(4, "claude-opus-5", None, 10, 0, 0, 5, None))
     assert len(guard.warnings) == 1 and "no change in the prefix" in guard.warnings[0]
+
+
+def test_a_fourth_breakpoint_holds_the_pruning_frontier() -> None:
+    llm = run_steps(8, keep_recent=2, prune_batch=2)
+    pruned_requests = 0
+    for request in llm.requests:
+        assert count_breakpoints(request) <= 4
+        stub_turns = [
+            i
+            for i, m in enumerate(request["messages"])
+            if m["role"] == "user"
+            and any(
+                b["type"] == "tool_result" and str(b["content"]).startswith("[pruned: ") for b in m["content"]
+            )
+        ]
+        if stub_turns:
+            pruned_requests += 1
+            assert "cache_control" in request["messages"][stub_turns[-1]]["content"][-1]
+            assert count_breakpoints(request) == 4
+    assert pruned_requests >= 3

@@ -4,5 +4,15 @@ from tools import calculator, word_count, current_time
 """
 
 from tools.basic import calculator, current_time, make_current_time, word_count
+from tools.memory import memory_tools
+from tools.read_artifact import make_read_artifact, read_artifact
 
-__all__ = ["calculator", "current_time", "make_current_time", "word_count"]
+__all__ = [
+    "calculator",
+    "current_time",
+    "make_current_time",
+    "make_read_artifact",
+    "memory_tools",
+    "read_artifact",
+    "word_count",
+]

@@ -1,7 +1,17 @@
-"""Public test kit: a scripted in-process model, the strict request validator (and,
-with the offline harness, the Messages API simulator and cassette helpers)."""
+"""Public test kit: a scripted in-process model, the strict request validator, the local
+Messages API simulator (`agent.testing.simulator`, with its prompt-cache model in
+`cache_model`), scripted policies for it (`policies`) and cassette helpers (`cassettes`)."""
 
 from agent.testing.scripted import ScriptedLLM, reply, text, tool_use
-from agent.testing.validate import validate_request
+from agent.testing.simulator import MessagesSimulator
+from agent.testing.validate import validate_count_tokens, validate_request
 
-__all__ = ["ScriptedLLM", "reply", "text", "tool_use", "validate_request"]
+__all__ = [
+    "MessagesSimulator",
+    "ScriptedLLM",
+    "reply",
+    "text",
+    "tool_use",
+    "validate_count_tokens",
+    "validate_request",
+]

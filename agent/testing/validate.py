@@ -18,7 +18,7 @@ from typing import Any
 
 from agent.context.cache import count_breakpoints
 
-__all__ = ["MAX_BREAKPOINTS", "validate_request"]
+__all__ = ["MAX_BREAKPOINTS", "count_breakpoints", "validate_count_tokens", "validate_request"]
 
 MAX_BREAKPOINTS = 4
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
@@ -66,17 +66,47 @@ CUSTOM_TOOL_KEYS = {
 }
 
 
+COUNT_TOKENS_KEYS = {
+    "model",
+    "messages",
+    "system",
+    "tools",
+    "tool_choice",
+    "thinking",
+    "output_config",
+    "cache_control",
+    "mcp_servers",
+}
+NO_EFFORT_MODELS = ("claude-haiku-4-5",)
+"""Models that reject `output_config.effort` (dated ids such as `-20251001` included)."""
+
+
 def validate_request(body: Mapping[str, Any]) -> list[str]:
     """Every reason the Messages API would reject `body` with a 400 (empty if none)."""
+    return _validate(body, REQUEST_KEYS, needs_max_tokens=True)
+
+
+def validate_count_tokens(body: Mapping[str, Any]) -> list[str]:
+    """The same checks for `POST /v1/messages/count_tokens` (no `max_tokens` there)."""
+    return _validate(body, COUNT_TOKENS_KEYS, needs_max_tokens=False)
+
+
+def _validate(body: Mapping[str, Any], allowed: set[str], *, needs_max_tokens: bool) -> list[str]:
     errors: list[str] = []
-    for key in sorted(set(body) - REQUEST_KEYS):
+    for key in sorted(set(body) - allowed):
         errors.append(f"{key}: Extra inputs are not permitted")
-    if not isinstance(body.get("model"), str) or not body.get("model"):
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
         errors.append("model: Field required")
     max_tokens = body.get("max_tokens")
-    if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
+    bad_max = not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1
+    if needs_max_tokens and bad_max:
         errors.append("max_tokens: must be a positive integer")
-    errors += _check_output_config(body.get("output_config"))
+    config = body.get("output_config")
+    errors += _check_output_config(config)
+    effort = config.get("effort") if isinstance(config, Mapping) else None
+    if isinstance(model, str) and _no_effort(model) and effort is not None:
+        errors.append(f"output_config.effort: {model} does not support the effort parameter")
     errors += _check_tools(body.get("tools"))
     errors += _check_system(body.get("system"))
     errors += _check_messages(body.get("messages"))
@@ -86,6 +116,10 @@ def validate_request(body: Mapping[str, Any]) -> list[str]:
             f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. Found {breakpoints}."
         )
     return errors
+
+
+def _no_effort(model: str) -> bool:
+    return any(model == name or model.startswith(name + "-") for name in NO_EFFORT_MODELS)
 
 
 def _check_output_config(config: Any) -> list[str]:
@@ -182,8 +216,13 @@ def _check_messages(messages: Any) -> list[str]:
     turns, errors = _merge(messages)
     if turns and turns[0][0] != "user":
         errors.append("messages.0.role: the first message must use the user role")
+    seen_ids: set[Any] = set()
     for i, block in enumerate(b for m in messages if isinstance(m, Mapping) for b in _list(m.get("content"))):
         errors += _check_block(block, f"block {i}")
+        if isinstance(block, Mapping) and block.get("type") == "tool_use":
+            if block.get("id") in seen_ids:
+                errors.append(f"block {i}: `tool_use` ids must be unique ({block.get('id')!r} is repeated)")
+            seen_ids.add(block.get("id"))
     for t, (role, content, where) in enumerate(turns):
         if role == "assistant":
             uses = [b["id"] for b in content if isinstance(b, Mapping) and b.get("type") == "tool_use"]

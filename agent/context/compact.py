@@ -1,0 +1,352 @@
+"""Pair-safe compaction: when the request nears the budget, fold the head into a summary.
+
+Pruning slows the growth of the history; it cannot stop it. When the estimated
+request passes `max_context_tokens` (less a safety margin, because the estimate is
+an estimate), the oldest part of the history, the *head*, is replaced by one user
+message holding a summary, and the recent *tail* is kept verbatim.
+
+The rules, each one a 400 or a lost fact somewhere else:
+
+* **The boundary never splits a pair.** The tail starts at an assistant message
+  whose previous message is a user message, so every `tool_result` in the tail
+  answers a `tool_use` that is also in the tail, and the summary (a user message)
+  is followed by an assistant message: roles still alternate.
+* **Never with a question pending.** A history ending in an unanswered `tool_use`
+  is left alone.
+* **The summarizer gets no tools.** Handed tools, a model may answer with a tool
+  call and an empty summary. It gets a plain-text transcript instead of wire
+  messages, so the head's pairs cannot make its own request invalid either.
+* **What must not be lost is not left to the model.** The original request and the
+  result of every irreversible tool call in the head are copied into the summary
+  message by the framework, verbatim; the model's summary comes after them.
+* **A failed summary costs tokens, never the run.** An exception or an empty answer
+  falls back to aggressive pruning, and says so in the log.
+
+A compacted history starts with the summary message, so the next compaction finds
+the original request and the carried actions there and carries them on again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from anthropic.types import Message
+
+from agent.context.prune import PointerFor, Protected, call_signature, content_text, prune
+from agent.llm import LLM
+from agent.memory import MEMORY_NOTE_PREFIX
+from agent.messages import Msg, blocks, tool_names_by_id
+
+__all__ = [
+    "SUMMARY_PROMPT",
+    "Compaction",
+    "choose_boundary",
+    "compact",
+    "fit_context",
+    "original_request",
+    "pending_tool_use",
+    "summarizer",
+    "summary_request",
+    "summary_text",
+    "transcript",
+]
+
+log = logging.getLogger("agent.context")
+
+SUMMARY_PROMPT = """Write a handover note for the conversation above, so that someone who reads \
+only this note can finish the task. Include every item below; write "none" for an empty one.
+
+1. The user's original request, quoted verbatim.
+2. Facts confirmed so far, with exact values (ids, amounts, dates, names, statuses, paths).
+3. Irreversible actions already taken and their results.
+4. Attempts that failed, and why they failed.
+5. The work that remains.
+
+Leave out lookups that turned out irrelevant and intermediate reasoning. Only write what \
+the conversation confirms; do not guess."""
+
+SUMMARIZER_SYSTEM = "You summarize agent conversations into precise handover notes. You never call tools."
+
+HEADER = "[Earlier conversation compacted to save context]"
+ACTION_PREFIX = "[Irreversible action already taken; do not repeat it] "
+REQUEST_OPEN, REQUEST_CLOSE = "<original_request>", "</original_request>"
+SUMMARY_OPEN, SUMMARY_CLOSE = "<summary>", "</summary>"
+TAIL_SHARE = 0.5
+"""After compaction the tail may use this share of the budget, leaving room to grow."""
+TRANSCRIPT_RESULT_CHARS = 3000
+TRANSCRIPT_INPUT_CHARS = 500
+
+
+def _no_pointer(tool_use_id: str) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """What was done: the new history, and `outcome` compacted | pruned | fallback | skipped."""
+
+    messages: list[Msg]
+    outcome: str
+    detail: str = ""
+    folded: int = 0
+    """How many messages of the old history the summary replaced."""
+
+
+# -- where to cut ----------------------------------------------------------------------
+
+
+def pending_tool_use(messages: Sequence[Msg]) -> bool:
+    """True when the history ends in an assistant turn whose tool calls have no results yet."""
+    return (
+        bool(messages)
+        and messages[-1].get("role") == "assistant"
+        and any(b.get("type") == "tool_use" for b in blocks(messages[-1]))
+    )
+
+
+def choose_boundary(messages: Sequence[Msg], tail_budget: int, size: Callable[[Msg], int]) -> int | None:
+    """Index where the verbatim tail starts, or None when no safe cut folds anything.
+
+    Safe cuts are assistant messages right after a user message (index >= 2, so the
+    head holds more than the request). The earliest safe cut whose tail fits
+    `tail_budget` wins; when none fits, the latest safe cut (the smallest tail).
+    """
+    cuts = [
+        b
+        for b in range(2, len(messages))
+        if messages[b].get("role") == "assistant" and messages[b - 1].get("role") == "user"
+    ]
+    if not cuts:
+        return None
+    sizes = [size(m) for m in messages]
+    for cut in cuts:
+        if sum(sizes[cut:]) <= tail_budget:
+            return cut
+    return cuts[-1]
+
+
+# -- what the summary must keep --------------------------------------------------------
+
+
+def _texts(message: Msg) -> list[str]:
+    return [str(b.get("text", "")) for b in blocks(message) if b.get("type") == "text"]
+
+
+def is_summary(message: Msg) -> bool:
+    texts = _texts(message)
+    return message.get("role") == "user" and bool(texts) and texts[0].startswith(HEADER)
+
+
+def original_request(messages: Sequence[Msg]) -> str:
+    """The user's first request, verbatim (read back out of a summary after a compaction)."""
+    if not messages:
+        return ""
+    first = messages[0]
+    if is_summary(first):
+        head = _texts(first)[0]
+        start, end = head.find(REQUEST_OPEN), head.rfind(REQUEST_CLOSE)
+        if start >= 0 and end > start:
+            return head[start + len(REQUEST_OPEN) : end].strip("\n")
+    texts = [t for t in _texts(first) if not t.startswith(MEMORY_NOTE_PREFIX)]
+    return "\n\n".join(texts)
+
+
+def carried_actions(head: Sequence[Msg], irreversible: Protected) -> list[str]:
+    """One verbatim block per irreversible tool result in the head (older carried ones first)."""
+    carried = (
+        [t for t in _texts(head[0]) if t.startswith(ACTION_PREFIX)] if head and is_summary(head[0]) else []
+    )
+    names = tool_names_by_id(head)
+    for message in head:
+        for block in blocks(message):
+            if block.get("type") != "tool_result":
+                continue
+            name, arguments = names.get(block.get("tool_use_id", ""), ("unknown_tool", {}))
+            if not irreversible(name):
+                continue
+            call = f"{name}({json.dumps(arguments, ensure_ascii=False, sort_keys=True, default=str)})"
+            outcome = "failed with" if block.get("is_error") else "returned"
+            result = content_text(block.get("content")) or "(empty)"
+            carried.append(f"{ACTION_PREFIX}{call} {outcome}:\n{result}")
+    return carried
+
+
+def summary_message(request: str, actions: Sequence[str], summary: str) -> Msg:
+    """The user message that replaces the head: request, carried actions, then the summary."""
+    opening = (
+        f"{HEADER}\nThe user's original request, verbatim:\n{REQUEST_OPEN}\n"
+        f"{request or '(the first message had no text)'}\n{REQUEST_CLOSE}"
+    )
+    closing = (
+        f"{SUMMARY_OPEN}\n{summary.strip()}\n{SUMMARY_CLOSE}\n"
+        "Continue the task from here; the messages after this one are verbatim."
+    )
+    content = [{"type": "text", "text": t} for t in (opening, *actions, closing)]
+    return {"role": "user", "content": content}
+
+
+# -- the summarizer call ---------------------------------------------------------------
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}… [{len(text) - limit:,} more chars]"
+
+
+def transcript(head: Sequence[Msg]) -> str:
+    """The head as plain text ("USER: ...", "CALL ...", "RESULT ..."): no pairs to break."""
+    names = tool_names_by_id(head)
+    lines: list[str] = []
+    for message in head:
+        role = str(message.get("role", "user")).upper()
+        for block in blocks(message):
+            kind = block.get("type")
+            if kind == "text":
+                lines.append(f"{role}: {block.get('text', '')}")
+            elif kind == "tool_use":
+                rendered = json.dumps(block.get("input", {}), ensure_ascii=False, default=str)
+                lines.append(f"CALL {block.get('name')} {_cut(rendered, TRANSCRIPT_INPUT_CHARS)}")
+            elif kind == "tool_result":
+                name, arguments = names.get(block.get("tool_use_id", ""), ("unknown_tool", {}))
+                status = "ERROR from" if block.get("is_error") else "RESULT of"
+                text = content_text(block.get("content")) or "(empty)"
+                lines.append(
+                    f"{status} {call_signature(name, arguments)}: {_cut(text, TRANSCRIPT_RESULT_CHARS)}"
+                )
+    return "\n".join(lines)
+
+
+def summary_request(
+    text: str, *, model: str, max_tokens: int, prompt: str = SUMMARY_PROMPT
+) -> dict[str, Any]:
+    """A tool-less Messages API request asking for the handover note of `text`."""
+    return {
+        "model": model,
+        "max_tokens": max_tokens,
+        "system": SUMMARIZER_SYSTEM,
+        "messages": [
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": f"<transcript>\n{text}\n</transcript>\n\n{prompt}"}],
+            }
+        ],
+    }
+
+
+def summary_text(response: Message) -> str:
+    return "".join(b.text for b in response.content if b.type == "text").strip()
+
+
+def summarizer(
+    llm: LLM,
+    *,
+    model: str,
+    max_tokens: int,
+    prompt: str | None = None,
+    record: Callable[[Message], None] = lambda response: None,
+) -> Callable[[str], str]:
+    """`summarize(transcript) -> text` through `llm`, one tool-less call; `record` gets
+    every response (so the run's usage counts what the summaries cost)."""
+
+    def summarize(text: str) -> str:
+        response = llm.create(
+            summary_request(text, model=model, max_tokens=max_tokens, prompt=prompt or SUMMARY_PROMPT)
+        )
+        record(response)
+        return summary_text(response)
+
+    return summarize
+
+
+# -- putting it together ---------------------------------------------------------------
+
+
+def compact(
+    messages: Sequence[Msg],
+    summarize: Callable[[str], str],
+    *,
+    tail_budget: int,
+    size: Callable[[Msg], int],
+    irreversible: Protected,
+    protected: Protected,
+    pointer_for: PointerFor | None = None,
+) -> Compaction:
+    """Fold the head of `messages` into a summary message; a new list, the input untouched.
+
+    `summarize(transcript) -> text` is the tool-less model call; if it raises or
+    returns nothing, the history is pruned hard instead (every result but the
+    newest turn's becomes a stub) and the outcome says "fallback".
+    """
+    if pending_tool_use(messages):
+        return Compaction(list(messages), "skipped", "a tool_use is still waiting for its result")
+    cut = choose_boundary(messages, tail_budget, size)
+    if cut is None:
+        return Compaction(list(messages), "skipped", "no safe boundary folds anything")
+    head, tail = messages[:cut], messages[cut:]
+    try:
+        summary = summarize(transcript(head)).strip()
+        failure = "" if summary else "the summarizer returned no text"
+    except Exception as error:
+        summary, failure = "", f"the summarizer failed: {type(error).__name__}: {error}"
+    if failure:
+        log.warning("compaction fell back to pruning: %s", failure)
+        fallback = prune(messages, 1, batch=1, protected=protected, pointer_for=pointer_for or _no_pointer)
+        return Compaction(fallback, "fallback", failure)
+    folded = summary_message(original_request(messages), carried_actions(head, irreversible), summary)
+    log.info("compacted %d messages into a summary of %d chars", cut, len(summary))
+    return Compaction([folded, *tail], "compacted", f"folded {cut} messages", cut)
+
+
+def fit_context(
+    messages: Sequence[Msg],
+    summarize: Callable[[str], str],
+    *,
+    limit: int,
+    margin: float,
+    measure: Callable[[Sequence[Msg]], int],
+    size: Callable[[Msg], int],
+    irreversible: Protected,
+    protected: Protected,
+    keep_recent: int = 0,
+    pointer_for: PointerFor | None = None,
+) -> Compaction:
+    """Keep the request under `limit * (1 - margin)` tokens, as `measure` counts them.
+
+    Over the line, the cheapest fix comes first: pruning everything prunable now,
+    without waiting for a full batch (the prefix is about to move anyway), if that
+    alone brings the request down to `TAIL_SHARE` of the line. Anything less would
+    rewrite the cached prefix again a step later: one rewrite should buy many steps
+    of cache reads. Otherwise the head is summarized, and the tail gets `TAIL_SHARE`
+    of the budget, less the fixed part of the request (system and tools, `measure([])`).
+    """
+    trigger = int(limit * (1 - margin))
+    if limit <= 0 or measure(messages) <= trigger:
+        return Compaction(list(messages), "skipped", "under budget")
+    if keep_recent > 0:
+        pruned = prune(
+            messages, keep_recent, batch=1, protected=protected, pointer_for=pointer_for or _no_pointer
+        )
+        if pruned != list(messages) and measure(pruned) <= trigger * TAIL_SHARE:
+            return Compaction(pruned, "pruned", "pruning ahead of the batch made enough room")
+        messages = pruned
+    tail_budget = int(trigger * TAIL_SHARE) - measure([])
+    done = compact(
+        messages,
+        summarize,
+        tail_budget=tail_budget,
+        size=size,
+        irreversible=irreversible,
+        protected=protected,
+        pointer_for=pointer_for,
+    )
+    if (left := measure(done.messages)) > limit:
+        log.warning(
+            "still ~%d tokens after %s (limit %d): the newest turns alone are too big",
+            left,
+            done.outcome,
+            limit,
+        )
+    return done

@@ -1,0 +1,160 @@
+"""The fallback compressor: any tool result in at most `budget` characters, keeping the facts.
+
+Tools without a field whitelist still return things an agent must not lose: the
+one failing test among two hundred, the root cause at the top of a chained
+traceback, the rate-limit header of an HTTP response, the rare status in a list of
+orders. A head/tail cut keeps whatever happens to sit at the ends; this compressor
+first detects what the result is, then keeps what that kind of result is read for:
+
+    json       dicts and lists, incl. JSON text  -> still valid JSON (structured.py)
+    http       {status, headers, body}            -> status, body, actionable headers
+    html       pages                              -> text with headings; error pages in one line
+    tests      pytest / unittest output           -> counts, failures, first error lines
+    traceback  Python tracebacks                  -> exception lines, user frames, raise site
+    log        timestamped / levelled lines       -> errors, warnings, folded repeats, numbers
+    git_log    `git log`                          -> one line per commit
+    source     program text                       -> head, numbered definitions, tail
+    paths      file listings                      -> folders with counts
+    table      column-aligned output (ps, ls -l)  -> header, head/tail rows, odd rows
+    text       anything else                      -> head and tail by lines
+
+Results that fit the budget come back unchanged. Every cut names what it cut and
+where the full result is (`pointer`, an artifact name). The compressor never
+raises, whatever the input (any size, any nesting, non-string keys, bytes, NaN),
+never exceeds the budget, and gives the same output under any PYTHONHASHSEED.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from agent.context.compressors.common import MIN_BUDGET, fit, where
+from agent.context.compressors.html import compress_html, is_html
+from agent.context.compressors.jsonish import TooDeep, dump_full, loads_json_text, normalize, safe_str
+from agent.context.compressors.logs import compress_log, is_log
+from agent.context.compressors.pytraceback import compress_traceback, is_traceback
+from agent.context.compressors.structured import compress_structured, is_http
+from agent.context.compressors.testrun import compress_tests, is_test_output
+from agent.context.compressors.text import (
+    compress_git_log,
+    compress_paths,
+    compress_plain,
+    compress_source,
+    compress_table,
+    is_git_log,
+    is_paths,
+    is_source,
+    table_columns,
+)
+
+__all__ = ["MIN_BUDGET", "compress", "detect"]
+
+TARGET = {"tests": 1.0, "traceback": 1.0, "json": 0.8, "binary": 1.0}
+"""Share of the budget a kind aims for (0.6 unless listed). The budget is a cap, not a goal:
+past the first and last lines and the odd ones, more of a table, page or log buys little
+that `read_artifact` cannot fetch when it is needed, and every char is paid on every step."""
+
+_TEXT: dict[str, Callable[[str, int, str | None], str]] = {
+    "html": compress_html,
+    "tests": compress_tests,
+    "traceback": compress_traceback,
+    "log": compress_log,
+    "git_log": compress_git_log,
+    "source": compress_source,
+    "paths": compress_paths,
+    "table": compress_table,
+    "text": compress_plain,
+}
+
+
+def detect(value: Any) -> str:
+    """The kind of a tool result: json, http, binary, or one of the text kinds above."""
+    value = _as_content(value)
+    if not isinstance(value, str):
+        return "http" if is_http(value) else "json"
+    if value.startswith("\x00binary"):
+        return "binary"
+    if loads_json_text(value)[0]:
+        return "json"
+    return _text_kind(value)
+
+
+def _text_kind(text: str) -> str:
+    if is_html(text):
+        return "html"
+    if is_test_output(text):
+        return "tests"
+    lines = text[:200_000].splitlines()
+    if is_git_log(lines):
+        return "git_log"
+    if is_log(lines):
+        return "log"
+    if is_traceback(text):
+        return "traceback"
+    if is_source(lines):
+        return "source"
+    if is_paths(lines):
+        return "paths"
+    if table_columns(lines):
+        return "table"
+    return "text"
+
+
+def _as_content(value: Any) -> Any:
+    """Bytes decoded (binary data flagged), known objects opened into dicts or lists."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        data = bytes(value)
+        if b"\x00" in data[:4096]:
+            return f"\x00binary {len(data):,} bytes"
+        return data.decode("utf-8", errors="replace")
+    if isinstance(value, str):
+        return value
+    return normalize(value)
+
+
+def compress(
+    value: Any, budget: int = 2000, *, pointer: str | None = None, full_text: str | None = None
+) -> str:
+    """`value` as text of at most `budget` characters (floor `MIN_BUDGET`).
+
+    `pointer` is the artifact name of the full result, named in every cut note;
+    `full_text` is the full result's text when the caller already has it.
+    """
+    budget = max(int(budget), MIN_BUDGET)
+    try:
+        out = _compress(value, budget, pointer, full_text)
+        return out if len(out) <= budget else fit(out, budget, pointer)
+    except Exception:  # the promise is: never raise. A bug here degrades to a plain cut.
+        try:
+            return fit(full_text if full_text is not None else safe_str(value, budget * 4), budget, pointer)
+        except Exception:
+            return f"[unprintable {type(value).__name__} result; {where(pointer)}]"[:budget]
+
+
+def _compress(value: Any, budget: int, pointer: str | None, full_text: str | None) -> str:
+    content = _as_content(value)
+    if isinstance(content, str):
+        if content.startswith("\x00binary"):
+            return f"[binary data, {content[8:].strip()}; {where(pointer)}]"
+        if len(content) <= budget:
+            return content
+        parsed, data = loads_json_text(content)
+        if isinstance(data, TooDeep):
+            note = f"JSON nested too deep to parse ({data.size:,} chars, starting {data.head[:40]})"
+            note += f"; {where(pointer)}"
+            return json.dumps({"_cut": note}, ensure_ascii=False)
+        if parsed:
+            return compress_structured(data, _target("json", budget), pointer)
+        kind = _text_kind(content)
+        return _TEXT[kind](content, _target(kind, budget), pointer)
+    if full_text is None:
+        full_text, _ = dump_full(content)
+    if len(full_text) <= budget:
+        return full_text
+    return compress_structured(content, _target("json", budget), pointer)
+
+
+def _target(kind: str, budget: int) -> int:
+    return max(int(budget * TARGET.get(kind, 0.6)), MIN_BUDGET)

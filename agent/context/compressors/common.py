@@ -1,0 +1,107 @@
+"""Shared pieces of the compressors: cut notes, line picking, and the hard budget guard.
+
+Every compressor answers the same two questions in the text it returns: what was
+cut, and where the whole result is (`where(pointer)`). The line picker is the one
+piece of selection logic the text compressors share: each says which lines matter
+(with a priority), the picker keeps the most important ones that fit and shows the
+gaps, so "keep the facts" and "respect the budget" are decided in one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from agent.context.artifacts import marker
+
+__all__ = ["MIN_BUDGET", "clip", "fit", "pick_lines", "where"]
+
+MIN_BUDGET = 200
+"""Smallest budget honoured: room for a cut note and a pointer."""
+
+
+def where(pointer: str | None) -> str:
+    """The second half of every cut note: where the whole result can be read."""
+    return f"full: {marker(pointer)}" if pointer else "full result not kept"
+
+
+def clip(line: str, limit: int) -> str:
+    """`line` cut to `limit` characters, saying how much was cut."""
+    if len(line) <= limit:
+        return line
+    keep = max(limit - 12, 1)
+    return f"{line[:keep]}...(+{len(line) - keep})"
+
+
+def fit(text: str, budget: int, pointer: str | None) -> str:
+    """Last-resort guard: `text` cut by characters (head and tail) to at most `budget`."""
+    if len(text) <= budget:
+        return text
+    note = f"\n[... {{}} chars cut; {where(pointer)}]\n"
+    room = budget - len(note.format(len(text)))
+    if room < 2:
+        return note.format(len(text)).strip()[:budget]
+    head = room * 2 // 3
+    tail = room - head
+    cut = len(text) - head - tail
+    return text[:head] + note.format(cut) + (text[-tail:] if tail else "")
+
+
+def pick_lines(
+    lines: Sequence[str],
+    budget: int,
+    priorities: Iterable[tuple[int, int]],
+    *,
+    numbered: bool = False,
+    gaps: bool = True,
+    max_line: int = 240,
+    header: str = "",
+    footer: str = "",
+    origin: Sequence[tuple[int, int]] | None = None,
+) -> str:
+    """Keep the most important lines that fit in `budget`, in their original order.
+
+    `priorities` holds (priority, index) pairs, lower priority first. Kept lines are
+    shown as they are (prefixed `L<n> ` when `numbered`), and each run of dropped
+    lines as one `[... N lines]` marker (not when numbered, where the numbers show
+    the gaps, nor when `gaps` is False). `origin[i]` is (first source line, number of
+    source lines) of `lines[i]` when lines were folded; `header` and `footer` are
+    always kept.
+    """
+    where_of = origin or [(i + 1, 1) for i in range(len(lines))]
+    show_gaps = gaps and not numbered
+    used = len(header) + len(footer) + 2 + (34 if show_gaps else 0)
+    rendered: dict[int, str] = {}
+    for _, index in sorted(set(priorities)):
+        if index in rendered or not 0 <= index < len(lines):
+            continue
+        text = clip(lines[index], max_line)
+        if numbered:
+            text = f"L{where_of[index][0]} {text}"
+        cost = len(text) + 1
+        if show_gaps:
+            before, after = index - 1 in rendered, index + 1 in rendered
+            cost += 17 * (1 if not before and not after else (-1 if before and after else 0))
+        if used + cost > budget:
+            continue
+        used += cost
+        rendered[index] = text
+    out: list[str | None] = [header] if header else []
+    next_index = 0
+    for index in sorted(rendered):
+        if show_gaps and index > next_index:
+            out.append(_gap(lines, where_of, next_index, index))
+        out.append(rendered[index])
+        next_index = index + 1
+    if show_gaps and rendered and next_index < len(lines):
+        out.append(_gap(lines, where_of, next_index, len(lines)))
+    if footer:
+        out.append(footer)
+    return "\n".join(line for line in out if line is not None)
+
+
+def _gap(lines: Sequence[str], where_of: Sequence[tuple[int, int]], start: int, stop: int) -> str | None:
+    """The marker for dropped lines[start:stop]: none for blank lines, `...` for one line."""
+    if all(not lines[i].strip() for i in range(start, stop)):
+        return None
+    count = where_of[stop - 1][0] + where_of[stop - 1][1] - where_of[start][0]
+    return "..." if count == 1 else f"[... {count} lines]"

@@ -1,0 +1,84 @@
+"""Logs: every distinct error and warning with its line number, repeats folded, level counts.
+
+A log is mostly the same few lines with different numbers in them. Masking the
+timestamp, numbers and hex ids gives each line a template; each template is shown
+once, at its first occurrence, with how often it recurred. Errors come first, then
+exception lines (a traceback inside the log), then warnings, then the first and
+last lines, then whatever else fits. Lines keep their numbers (`L123`), which is
+what a later `read_artifact(start_line=...)` needs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from agent.context.compressors.common import pick_lines, where
+
+__all__ = ["compress_log", "is_log"]
+
+_STAMP = re.compile(
+    r"^[ \t]*\[?(?:\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}|\d{2}:\d{2}:\d{2}|[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}"
+    r"|\d{1,2}/[A-Z][a-z]{2}/\d{4})[^ \n]*\]?[ \t]*",
+    re.MULTILINE,
+)
+_LEVEL = re.compile(r"\b(TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRITICAL|FATAL|SEVERE|PANIC)\b")
+_NORMAL = {"WARN": "WARNING", "ERR": "ERROR", "SEVERE": "ERROR", "PANIC": "FATAL"}
+_ORDER = ("FATAL", "CRITICAL", "ERROR", "WARNING", "NOTICE", "INFO", "DEBUG", "TRACE")
+_MASK = re.compile(r"0x[0-9a-fA-F]+|\b[0-9a-fA-F]{8,}\b|\d+")
+_EXCEPTION = re.compile(r"^\s*(?:Traceback \(most recent|[A-Za-z_][\w.]*(?:Error|Exception|Exit)\b)")
+
+
+def is_log(lines: list[str]) -> bool:
+    rows = [line for line in lines[:200] if line.strip()]
+    if len(rows) < 10:
+        return False
+    stamped = sum(1 for line in rows if _STAMP.match(line))
+    leveled = sum(1 for line in rows if _LEVEL.search(line[:80]))
+    return max(stamped, leveled) * 2 >= len(rows)
+
+
+def _level(line: str) -> str | None:
+    found = _LEVEL.search(line[:80])
+    return _NORMAL.get(found.group(1), found.group(1)) if found else None
+
+
+def compress_log(text: str, budget: int, pointer: str | None) -> str:
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    if lines and not lines[-1]:
+        lines.pop()
+    joined = "\n".join(lines)
+    templates = _MASK.sub("#", _STAMP.sub("", joined)).split("\n")  # whole-text passes: C speed
+    levels: Counter[str] = Counter()
+    groups: dict[str, list[int]] = {}
+    severity: dict[int, int] = {}
+    for i, line in enumerate(lines):
+        template = templates[i].strip()
+        level = _level(template)
+        if level:
+            levels[level] += 1
+        if not template:
+            continue
+        group = groups.get(template)
+        if group is None:
+            groups[template] = [i, i, 1]
+            if level in ("FATAL", "CRITICAL", "ERROR"):
+                severity[i] = 0
+            elif _EXCEPTION.match(line):
+                severity[i] = 1
+            elif level == "WARNING":
+                severity[i] = 2
+        else:
+            group[1] = i
+            group[2] += 1
+    shown = list(lines)
+    for first, last, count in groups.values():
+        if count > 1:
+            shown[first] = f"{lines[first]} [x{count} similar, last L{last + 1}]"
+    priorities = [(p, i) for i, p in severity.items()]
+    priorities += [(3, i) for i in (0, 1, len(lines) - 2, len(lines) - 1) if 0 <= i < len(lines)]
+    priorities += [(10 + n, first) for n, (first, _, _) in enumerate(groups.values())]
+    counts = ", ".join(f"{name} {levels[name]}" for name in _ORDER if levels[name])
+    counts = counts or "no levels"
+    header = f"[log: {len(lines)} lines; {counts}; distinct lines, repeats folded; {where(pointer)}]"
+    return pick_lines(shown, budget, priorities, numbered=True, header=header, max_line=200)

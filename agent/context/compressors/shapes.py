@@ -1,0 +1,193 @@
+"""What a JSON value looks like: record identities, field profiles, compact summaries.
+
+The helpers the structured shrinker uses to describe what it does not show in
+full: which keys identify a record (an id, a name, a state, a message), which
+fields a list's records have beyond the first one's, the counts of a field's few
+distinct values, and the short forms of collapsed dicts and long key lists.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agent.context.compressors.jsonish import json_key, normalize, scalar_json
+
+__all__ = [
+    "SCAN_LIMIT",
+    "Profile",
+    "collapsed_dict",
+    "compact",
+    "identity_keys",
+    "is_id_key",
+    "is_scalar",
+    "kind",
+    "mostly_containers",
+    "mostly_records",
+    "names",
+    "profile",
+    "scalar",
+    "text_of",
+]
+
+_ID_SUFFIX = re.compile(r"(?:_id|Id|_no|_number)$")
+SCAN_LIMIT = 2000
+"""Records scanned for other fields and value counts (the total is always exact)."""
+
+
+def is_id_key(key: str) -> bool:
+    return key in ("id", "uuid") or _ID_SUFFIX.search(key) is not None
+
+
+@dataclass
+class Profile:
+    other_fields: dict[str, str]
+    values: dict[str, dict[str, int]]
+
+
+_CATEGORIES = (
+    frozenset(("id", "uuid", "number")),
+    frozenset(("name", "title", "slug", "key", "login", "email", "path", "filename")),
+    frozenset(("status", "state", "level", "type", "kind", "version")),
+    frozenset(("loc", "msg", "message", "error", "code", "reason")),
+)
+
+
+def identity_keys(record: Mapping[Any, Any]) -> list[Any]:
+    """Up to four keys that identify a record: one id, one name, one state, two details."""
+    room = [1, 1, 1, 2]
+    keys = []
+    for key in record:
+        if not isinstance(key, str):
+            continue
+        for n, category in enumerate(_CATEGORIES):
+            if room[n] and (key in category or (n == 0 and is_id_key(key))):
+                room[n] -= 1
+                keys.append(key)
+                break
+    return keys
+
+
+def profile(items: Sequence[Any]) -> Profile:
+    """Fields missing from the first record, and counts of low-cardinality scalar fields."""
+    first = normalize(items[0])
+    first_keys = {json_key(k) for k in first} if isinstance(first, Mapping) else set()
+    other: dict[str, str] = {}
+    counts: dict[str, dict[str, int] | None] = {}
+    seen = 0
+    for item in items[:SCAN_LIMIT]:
+        record = normalize(item)
+        if not isinstance(record, Mapping):
+            continue
+        seen += 1
+        for raw_key, raw_value in record.items():
+            key = json_key(raw_key)
+            value = normalize(raw_value)
+            if key not in first_keys and key not in other:
+                other[key] = kind(value)
+            bucket = counts.get(key, {})
+            if bucket is None or is_id_key(key):
+                continue
+            if not is_scalar(value) or (isinstance(value, str) and len(value) > 40):
+                counts[key] = None
+                continue
+            label = value if isinstance(value, str) else scalar_json(value)
+            bucket[label] = bucket.get(label, 0) + 1
+            counts[key] = bucket if len(bucket) <= 6 else None
+    values: dict[str, dict[str, int]] = {}
+    if seen >= 8:
+        for key, bucket in counts.items():
+            if bucket and 2 <= len(bucket) <= 6 and sum(bucket.values()) >= seen // 2:
+                values[key] = dict(sorted(bucket.items(), key=lambda kv: (-kv[1], kv[0])))
+    return Profile(other, values)
+
+
+def mostly_records(items: Sequence[Any]) -> bool:
+    sample = items[:20]
+    dicts = sum(1 for item in sample if isinstance(normalize(item), Mapping))
+    return dicts * 10 >= len(sample) * 6
+
+
+def scalar(value: Any) -> Any:
+    """A scalar as a strict-JSON-safe Python value (NaN and unprintable ints become strings)."""
+    if value is None or isinstance(value, (str, bool)):
+        return value
+    if isinstance(value, int) and -(10**15) < value < 10**15:
+        return int(value)
+    return json.loads(scalar_json(value))
+
+
+def names(keys: Sequence[Any], limit: int) -> str:
+    """Key names joined by commas; too many keep the first and the last ones, with a count between."""
+    names = [json_key(k) for k in keys]
+    if sum(len(n) + 1 for n in names) <= limit:
+        return ",".join(names)
+    head: list[str] = []
+    used = 0
+    for name in names:
+        if used + len(name) + 1 > limit * 2 // 3:
+            break
+        head.append(name)
+        used += len(name) + 1
+    tail: list[str] = []
+    for name in reversed(names[len(head) :]):
+        if used + len(name) + 1 > limit - 16:
+            break
+        tail.insert(0, name)
+        used += len(name) + 1
+    return ",".join([*head, f"...+{len(names) - len(head) - len(tail)}...", *tail])
+
+
+def mostly_containers(data: Mapping[Any, Any]) -> bool:
+    sample = list(data.values())[:20]
+    return sum(isinstance(normalize(v), (Mapping, list, tuple)) for v in sample) * 10 >= len(sample) * 6
+
+
+def is_scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool))
+
+
+def kind(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, (list, tuple)):
+        return "list"
+    if value is None:
+        return "null"
+    return {bool: "bool", int: "int", float: "float", str: "str"}.get(type(value), type(value).__name__)
+
+
+def text_of(value: Any) -> str:
+    value = normalize(value)
+    return (
+        value if isinstance(value, str) else scalar_json(value) if is_scalar(value) else compact_text(value)
+    )
+
+
+def compact_text(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)[:400]
+    except (ValueError, TypeError, RecursionError):
+        return f"<{kind(value)}>"
+
+
+def compact(value: Any, limit: int) -> Any:
+    """`value` itself when its JSON is at most `limit` chars and all-scalar one level down."""
+    if isinstance(value, Mapping):
+        parts = list(value.values())
+    elif isinstance(value, (list, tuple)):
+        parts = list(value)
+    else:
+        return None
+    if len(parts) > limit // 2 or not all(is_scalar(normalize(p)) for p in parts):
+        return None
+    text = compact_text(value)
+    return json.loads(text) if len(text) <= limit and text[:1] in "{[" else None
+
+
+def collapsed_dict(data: Mapping[Any, Any]) -> str:
+    names = ",".join(json_key(k) for k in list(data)[:4])
+    return f"{{{names}}}" if len(data) <= 3 and len(names) <= 30 else f"{{{len(data)} keys}}"

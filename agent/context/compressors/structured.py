@@ -1,0 +1,294 @@
+"""JSON values (dicts, lists, HTTP-shaped responses) shrunk to a budget, still valid JSON.
+
+The shrinker renders the value at a ladder of levels, each shallower and terser
+than the last (nesting depth, string length, list items, dict keys), and keeps the
+richest rendering that fits. Whatever a level leaves out is marked where it was
+("... +196 more", "{12 keys: a,b,c}", "(+830)") and totalled in a `_cut` note that
+also says where the full result is, so the output is always one JSON document.
+
+Lists of records (dicts) get a summary rather than a prefix: the total, the first
+record in full, brief rows (identity fields only) for the next few and the last,
+the fields the first record lacks, and counts of low-cardinality values (statuses,
+types). That keeps what an agent decides with (how many, which ids, anything odd)
+at a fraction of the size. HTTP-shaped dicts (`status`, `headers`, `body`) keep the
+status, the body and only the headers an agent acts on: pagination, rate limits,
+retry and location.
+
+Each level's work is capped by a node budget, so a huge or deep input costs about
+as much as the output it could produce; nothing here recurses deeper than the
+current level's depth, and nothing iterates a set unsorted (no hash-seed effects).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agent.context.compressors.common import clip, where
+from agent.context.compressors.jsonish import json_key, normalize
+from agent.context.compressors.shapes import (
+    SCAN_LIMIT,
+    Profile,
+    collapsed_dict,
+    compact,
+    identity_keys,
+    is_id_key,
+    is_scalar,
+    kind,
+    mostly_containers,
+    mostly_records,
+    names,
+    profile,
+    scalar,
+    text_of,
+)
+
+__all__ = ["compress_structured", "is_http"]
+
+
+@dataclass(frozen=True)
+class Level:
+    depth: int
+    text: int
+    items: int
+    keys: int
+
+
+LEVELS = (
+    Level(10, 600, 12, 80),
+    Level(7, 240, 6, 48),
+    Level(5, 120, 4, 32),
+    Level(4, 80, 3, 24),
+    Level(3, 60, 3, 16),
+    Level(3, 40, 2, 12),
+    Level(2, 30, 2, 8),
+    Level(2, 20, 1, 6),
+    Level(1, 16, 1, 4),
+)
+
+PRIORITY = frozenset(
+    {
+        *("id", "uuid", "key", "name", "title", "slug", "code", "type", "kind", "status", "state", "level"),
+        *("version", "loc", "msg", "message", "error", "errors", "detail", "reason", "total", "count"),
+        *("next", "cursor", "next_cursor", "has_more"),
+    }
+)
+"""Keys kept even when a dict has more keys than a level shows."""
+HEADERS_KEPT = re.compile(
+    r"^(link|location|retry-after|x-ratelimit-.*|ratelimit.*|x-rate-limit-.*|x-total.*|x-next.*|x-page.*"
+    r"|x-per-page|warning|deprecation|sunset)$",
+    re.IGNORECASE,
+)
+
+
+class _TooBig(Exception):
+    """This level would produce far more than the budget: try a terser one."""
+
+
+class _Viewer:
+    def __init__(self, level: Level, node_limit: int, profiles: dict[int, Profile], keep: set[int]) -> None:
+        self.level = level
+        self.node_limit = node_limit
+        self.nodes = 0
+        self.profiles = profiles
+        self.keep = keep
+        self.items_cut = 0
+        self.keys_cut = 0
+        self.texts_cut = 0
+        self.nested_cut = 0
+
+    def view(self, value: Any, depth: int) -> Any:
+        self.nodes += 1
+        if self.nodes > self.node_limit:
+            raise _TooBig
+        value = normalize(value)
+        if isinstance(value, str):
+            if len(value) > self.level.text:
+                self.texts_cut += 1
+                return clip(value, self.level.text)
+            return value
+        if isinstance(value, Mapping):
+            return self._dict(value, depth)
+        if isinstance(value, (list, tuple)):
+            return self._list(value, depth)
+        return scalar(value)
+
+    def _dict(self, data: Mapping[Any, Any], depth: int) -> Any:
+        if id(data) in self.keep:
+            return {json_key(k): clip(text_of(v), 400) for k, v in data.items()}
+        if depth >= self.level.depth:
+            self.nested_cut += 1
+            return collapsed_dict(data)
+        keys = list(data.keys())
+        if depth + 1 >= self.level.depth and len(keys) > 3 and mostly_containers(data):
+            self.nested_cut += 1  # its values would all collapse: their names say more
+            return f"{{{len(keys)} keys: {names(keys, max(self.node_limit // 2, 200))}}}"
+        rest: list[Any] = []
+        if len(keys) > self.level.keys:
+            chosen = [
+                i < self.level.keys or json_key(k) in PRIORITY or is_id_key(json_key(k))
+                for i, k in enumerate(keys)
+            ]
+            rest = [k for k, c in zip(keys, chosen, strict=True) if not c]
+            keys = [k for k, c in zip(keys, chosen, strict=True) if c]
+        out: dict[str, Any] = {}
+        for key in keys:
+            out[json_key(key)] = self.view(data[key], depth + 1)
+        if rest:
+            self.keys_cut += len(rest)
+            out["..."] = f"+{len(rest)} keys: {names(rest, max(self.node_limit // 2, 200))}"
+        return out
+
+    def _list(self, items: Sequence[Any], depth: int) -> Any:
+        count = len(items)
+        if count == 0:
+            return []
+        if depth >= self.level.depth:
+            self.nested_cut += 1
+            return f"[{count} items]"
+        if count > self.level.items and mostly_records(items):
+            return self._records(items, depth)
+        if count <= self.level.items:
+            return [self.view(item, depth + 1) for item in items]
+        shown = max(self.level.items - 1, 1)
+        self.items_cut += count - shown - 1
+        head = [self.view(item, depth + 1) for item in items[:shown]]
+        return [*head, f"... +{count - shown - 1} more", self.view(items[-1], depth + 1)]
+
+    def _records(self, items: Sequence[Any], depth: int) -> dict[str, Any]:
+        count = len(items)
+        shown = min(self.level.items, count)
+        rows: list[Any] = [self.view(items[0], depth + 2)]
+        rows += [self._brief(items[i], depth + 2) for i in range(1, shown)]
+        if count > shown:
+            if count > shown + 1:
+                rows.append(f"... +{count - shown - 1} more")
+            rows.append(self._brief(items[-1], depth + 2))
+            self.items_cut += max(count - shown - 1, 0)
+        summary: dict[str, Any] = {"total": count, "items": rows}
+        profile = self._profile(items)
+        if profile.other_fields:
+            names = list(profile.other_fields.items())[: self.level.keys]
+            summary["other_fields"] = dict(names)
+        if profile.values and self.level.depth >= 2:
+            summary["values"] = dict(list(profile.values.items())[: max(self.level.items, 2)])
+        if count > SCAN_LIMIT and (profile.other_fields or profile.values):
+            summary["scanned"] = SCAN_LIMIT
+        return summary
+
+    def _brief(self, item: Any, depth: int) -> Any:
+        record = normalize(item)
+        if not isinstance(record, Mapping):
+            return self.view(record, depth)
+        keys = identity_keys(record)
+        if not keys:
+            keys = [k for k in record if is_scalar(record[k])][:3]
+        if len(record) <= 4 and all(is_scalar(v) for v in record.values()):
+            keys = list(record)
+        out: dict[str, Any] = {}
+        for key in keys:
+            self.nodes += 1
+            value = normalize(record[key])
+            if is_scalar(value):
+                out[json_key(key)] = self.view(value, depth)
+            else:
+                small = compact(value, 60)
+                out[json_key(key)] = small if small is not None else self.view(value, self.level.depth)
+        return out
+
+    def _profile(self, items: Sequence[Any]) -> Profile:
+        cached = self.profiles.get(id(items))
+        if cached is None:
+            cached = profile(items)
+            self.profiles[id(items)] = cached
+        return cached
+
+
+def is_http(value: Any) -> bool:
+    """A dict shaped like an HTTP response: an int status, a headers mapping, and a body."""
+    if not isinstance(value, Mapping):
+        return False
+    status = next((value[k] for k in ("status", "status_code", "statusCode") if k in value), None)
+    if not isinstance(status, int) or isinstance(status, bool) or not 100 <= status <= 599:
+        return False
+    return isinstance(value.get("headers"), Mapping) and any(
+        k in value for k in ("body", "json", "data", "text")
+    )
+
+
+def _http_view(value: Mapping[str, Any], keep: set[int]) -> tuple[dict[str, Any], int]:
+    """The response with only the actionable headers, and how many headers were dropped."""
+    from agent.context.compressors.jsonish import loads_json_text
+
+    headers = value["headers"]
+    kept = {json_key(k): v for k, v in headers.items() if HEADERS_KEPT.match(json_key(k))}
+    keep.add(id(kept))
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if key == "headers":
+            out["headers"] = kept
+        elif key in ("body", "json", "data", "text") and isinstance(item, str):
+            parsed, body = loads_json_text(item)
+            out[key] = body if parsed else item
+        else:
+            out[json_key(key)] = item
+    return out, len(headers) - len(kept)
+
+
+def compress_structured(value: Any, budget: int, pointer: str | None) -> str:
+    """`value` (a dict, list or other JSON-able value) as one JSON document of at most `budget` chars."""
+    keep: set[int] = set()
+    dropped_headers = 0
+    if is_http(value):
+        value, dropped_headers = _http_view(value, keep)
+    profiles: dict[int, Profile] = {}
+    for level in LEVELS:
+        viewer = _Viewer(level, max(budget, 400), profiles, keep)
+        try:
+            view = viewer.view(value, 0)
+        except _TooBig:
+            continue
+        text = _wrap(view, viewer, dropped_headers, pointer)
+        if len(text) <= budget:
+            return text
+    return _minimal(value, budget, pointer)
+
+
+def _wrap(view: Any, viewer: _Viewer, dropped_headers: int, pointer: str | None) -> str:
+    parts = [
+        f"{n} {label}"
+        for n, label in (
+            (viewer.items_cut, "items"),
+            (viewer.keys_cut, "keys"),
+            (viewer.texts_cut, "long strings"),
+            (viewer.nested_cut, "nested values"),
+            (dropped_headers, "headers"),
+        )
+        if n
+    ]
+    if not parts:
+        return json.dumps(view, ensure_ascii=False, separators=(",", ":"))
+    note = f"cut {', '.join(parts) or 'nothing'}; {where(pointer)}"
+    if isinstance(view, dict):
+        view = {**view, "_cut": note}
+    elif isinstance(view, list):
+        view = [*view, note]
+    else:
+        view = {"value": view, "_cut": note}
+    return json.dumps(view, ensure_ascii=False, separators=(",", ":"))
+
+
+def _minimal(value: Any, budget: int, pointer: str | None) -> str:
+    value = normalize(value)
+    if isinstance(value, Mapping):
+        shape = f"object with {len(value)} keys: " + ",".join(json_key(k) for k in list(value)[:50])
+    elif isinstance(value, (list, tuple)):
+        shape = f"list of {len(value)} items"
+    else:
+        shape = kind(value)
+    tail = f"; {where(pointer)}"
+    room = max(budget - len(tail) - 16, 8)
+    return json.dumps({"_cut": clip(shape, room) + tail}, ensure_ascii=False, separators=(",", ":"))

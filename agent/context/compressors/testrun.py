@@ -1,0 +1,63 @@
+"""Test-runner output (pytest, unittest): the counts, every failure, its first error line.
+
+What the next step needs from a test run is short: did it pass, how many failed,
+which tests, and why (the first `E` line of each failure and where it happened).
+Passing tests, progress dots and the source listings inside failure sections are
+what makes the output long, and they are what gets cut.
+"""
+
+from __future__ import annotations
+
+import re
+
+from agent.context.compressors.common import pick_lines, where
+
+__all__ = ["compress_tests", "is_test_output"]
+
+_PYTEST = re.compile(
+    r"^=+ (?:test session starts|FAILURES|ERRORS|short test summary info)\b"
+    r"|^=+ .*\b(?:passed|failed|errors?|skipped|no tests ran)\b.* in [\d.]+s",
+    re.MULTILINE,
+)
+_UNITTEST = re.compile(r"^Ran \d+ tests? in [\d.]+s$", re.MULTILINE)
+_SUMMARY = re.compile(
+    r"^=+ .*\b(?:passed|failed|errors?|skipped|xfailed|xpassed|no tests ran)\b.*=+$"
+    r"|^(?:Ran \d+ tests?|FAILED \(|OK\b|collected \d+ items?|collecting \.\.\. collected)"
+)
+_SHORT = re.compile(r"^(?:FAILED|ERROR|XPASS)\s+\S")
+_SECTION = re.compile(r"^_{2,} (.+?) _{2,}$|^(?:FAIL|ERROR): \S")
+_ERROR_LINE = re.compile(r"^E\s+\S")
+_LOCATION = re.compile(r"^[\w./\\-]+\.py:\d+: \S")
+_VERBOSE_FAIL = re.compile(r"::\S+ (?:FAILED|ERROR)\b")
+_UNITTEST_EXC = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception)\b")
+
+
+def is_test_output(text: str) -> bool:
+    return bool(_PYTEST.search(text) or _UNITTEST.search(text))
+
+
+def compress_tests(text: str, budget: int, pointer: str | None) -> str:
+    lines = [line.rstrip() for line in text.splitlines()]
+    priorities: list[tuple[int, int]] = []
+    in_section = False
+    first_error_taken = False
+    for i, line in enumerate(lines):
+        if _SUMMARY.search(line):
+            priorities.append((0, i))
+        elif _SHORT.match(line):
+            priorities.append((1, i))
+        elif _SECTION.match(line):
+            priorities.append((2, i))
+            in_section, first_error_taken = True, False
+        elif line.startswith("=") or line.startswith("-" * 10):
+            in_section = False
+        elif in_section and not first_error_taken and (_ERROR_LINE.match(line) or _UNITTEST_EXC.match(line)):
+            priorities.append((2, i))
+            first_error_taken = True
+        elif in_section and _LOCATION.match(line):
+            priorities.append((3, i))
+        elif _VERBOSE_FAIL.search(line):
+            priorities.append((4, i))
+    priorities += [(5, i) for i in (0, len(lines) - 1) if i >= 0]
+    footer = f"[test output: {len(lines)} lines; kept counts, failures, first error lines; {where(pointer)}]"
+    return pick_lines(lines, budget, priorities, gaps=False, footer=footer, max_line=200)

@@ -1,0 +1,218 @@
+"""Keep-recent pruning: old tool results shrink to one line, the conversation keeps its shape.
+
+By the tenth step, the full output of the second step's search is rarely needed:
+the model already read it and said what it concluded. So the contents of
+`tool_result` blocks older than the newest `keep_recent` tool-result turns are
+replaced by a stub such as
+
+    [pruned: search_orders(customer_id="u_88213") returned 7,412 chars; full result: artifact ...]
+
+What stays, and why:
+
+* the blocks themselves: a `tool_use` whose `tool_result` vanished is a 400, so only
+  the *content* is replaced and every pair stays valid;
+* the tool name and its key arguments, so the model knows what it looked at, and the
+  artifact pointer (when the diet stored the full result), so it can read it again;
+* results of `never_prune` and `irreversible` tools, verbatim: forgetting that a
+  refund was already made is how a refund gets made twice;
+* the first message (the user's request, or a compaction summary);
+* results already smaller than their stub.
+
+Pruning rewrites history, which moves the cached prefix: everything after the first
+changed block is read at full price again. So it runs in batches: nothing happens
+until at least `batch` turns are prunable, then all of them are pruned at once
+(the hysteresis of the server's `clear_at_least`). Between batches the prefix is
+byte-stable and cache reads keep flowing.
+
+`prune` is a pure function: a new list out, the input untouched, and pruning a
+pruned history changes nothing (stubs are recognised and left alone).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from agent.context.artifacts import ArtifactStore, find_pointer, marker
+from agent.messages import Msg, blocks, tool_names_by_id
+from agent.registry import ToolRegistry
+
+__all__ = [
+    "STUB_PREFIX",
+    "artifact_pointers",
+    "is_stub",
+    "policies",
+    "prunable_turns",
+    "prune",
+    "stub_for",
+    "tool_result_turns",
+]
+
+STUB_PREFIX = "[pruned: "
+MAX_ARGS = 4
+MAX_ARG_CHARS = 40
+MAX_ERROR_CHARS = 80
+
+Protected = Callable[[str], bool]
+PointerFor = Callable[[str], "str | None"]
+
+
+def _never(name: str) -> bool:
+    return False
+
+
+def _nothing(tool_use_id: str) -> str | None:
+    return None
+
+
+def policies(registry: ToolRegistry) -> tuple[Protected, Protected]:
+    """(irreversible, protected) predicates over tool names, read from the agent's tools.
+
+    Protected means never pruned: `never_prune` or `irreversible`. A name the registry
+    does not know (a tool since removed, a hallucinated one) is neither.
+    """
+
+    def irreversible(name: str) -> bool:
+        found = registry.get(name)
+        return found is not None and found.irreversible
+
+    def protected(name: str) -> bool:
+        found = registry.get(name)
+        return found is not None and (found.irreversible or found.never_prune)
+
+    return irreversible, protected
+
+
+def artifact_pointers(store: ArtifactStore | None) -> PointerFor:
+    """tool_use_id -> `artifact:<name>` for results the run's artifact store holds."""
+
+    def pointer(tool_use_id: str) -> str | None:
+        name = store.name_for(tool_use_id) if store is not None else None
+        return marker(name) if name else None
+
+    return pointer
+
+
+def tool_result_turns(messages: Sequence[Msg]) -> list[int]:
+    """Indices of user messages that carry at least one `tool_result` block."""
+    return [
+        i
+        for i, m in enumerate(messages)
+        if m.get("role") == "user" and any(b.get("type") == "tool_result" for b in blocks(m))
+    ]
+
+
+def content_text(content: Any) -> str:
+    """The text of a tool_result's content (a string or a list of blocks)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    parts = []
+    for block in content if isinstance(content, list) else []:
+        if isinstance(block, Mapping) and block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+        elif isinstance(block, Mapping):
+            parts.append(json.dumps(block, ensure_ascii=False, default=str))
+    return "\n".join(parts)
+
+
+def is_stub(content: Any) -> bool:
+    return isinstance(content, str) and content.startswith(STUB_PREFIX)
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str, sort_keys=True)
+    return text if len(text) <= MAX_ARG_CHARS else text[: MAX_ARG_CHARS - 1] + "…"
+
+
+def call_signature(name: str, arguments: Mapping[str, Any]) -> str:
+    """`search_orders(customer_id="u_1", limit=5)`, long values and extra arguments cut."""
+    shown = [f"{key}={_short(value)}" for key, value in list(arguments.items())[:MAX_ARGS]]
+    if len(arguments) > MAX_ARGS:
+        shown.append("…")
+    return f"{name}({', '.join(shown)})"
+
+
+def stub_for(block: Mapping[str, Any], name: str, arguments: Mapping[str, Any], pointer: str | None) -> str:
+    """The one line that replaces a result: what was called, how big it was, where it lives."""
+    text = content_text(block.get("content"))
+    outcome = "failed" if block.get("is_error") else "returned"
+    line = f"{STUB_PREFIX}{call_signature(name, arguments)} {outcome} {len(text):,} chars"
+    if block.get("is_error"):
+        first = text.strip().splitlines()[0] if text.strip() else ""
+        line += f": {first[:MAX_ERROR_CHARS]}"
+    if pointer:
+        line += f"; full result: {pointer}"
+    else:
+        line += "; call again if you need it"
+    return line + "]"
+
+
+def _prunable(
+    block: Mapping[str, Any],
+    names: Mapping[str, tuple[str, dict[str, Any]]],
+    protected: Protected,
+    pointer_for: PointerFor,
+) -> str | None:
+    """The stub for `block`, or None when it must stay as it is."""
+    if block.get("type") != "tool_result" or is_stub(block.get("content")):
+        return None
+    name, arguments = names.get(block.get("tool_use_id", ""), ("unknown_tool", {}))
+    if protected(name):
+        return None
+    text = content_text(block.get("content"))
+    inline = find_pointer(text)  # a pointer the diet left in the text wins: it is what the model saw
+    pointer = marker(inline) if inline else pointer_for(block.get("tool_use_id", ""))
+    stub = stub_for(block, name, arguments, pointer)
+    return stub if len(stub) < len(text) else None
+
+
+def prunable_turns(
+    messages: Sequence[Msg],
+    keep_recent: int,
+    protected: Protected = _never,
+    pointer_for: PointerFor = _nothing,
+) -> list[int]:
+    """Old tool-result turns (beyond the newest `keep_recent`) holding at least one prunable result."""
+    if keep_recent <= 0:
+        return []
+    turns = tool_result_turns(messages)
+    old = [i for i in turns[: max(0, len(turns) - keep_recent)] if i > 0]
+    names = tool_names_by_id(messages)
+    return [i for i in old if any(_prunable(b, names, protected, pointer_for) for b in blocks(messages[i]))]
+
+
+def prune(
+    messages: Sequence[Msg],
+    keep_recent: int,
+    *,
+    batch: int = 1,
+    protected: Protected = _never,
+    pointer_for: PointerFor = _nothing,
+) -> list[Msg]:
+    """A new history whose old tool results are stubs; `messages` is not touched.
+
+    Args:
+        messages: wire-shaped history.
+        keep_recent: newest tool-result turns kept verbatim; 0 disables pruning.
+        batch: prune only when at least this many turns are prunable (cache-friendly).
+        protected: tool name -> True for results never to prune (never_prune, irreversible).
+        pointer_for: tool_use_id -> where the full result can be read back, if stored.
+    """
+    targets = set(prunable_turns(messages, keep_recent, protected, pointer_for))
+    if len(targets) < max(1, batch):
+        return list(messages)
+    names = tool_names_by_id(messages)
+    pruned: list[Msg] = []
+    for index, message in enumerate(messages):
+        if index not in targets:
+            pruned.append(message)
+            continue
+        new_blocks = []
+        for block in blocks(message):
+            stub = _prunable(block, names, protected, pointer_for)
+            new_blocks.append(block if stub is None else {**block, "content": stub})
+        pruned.append({**message, "content": new_blocks})
+    return pruned

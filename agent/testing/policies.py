@@ -1,0 +1,166 @@
+"""Scripted policies for `MessagesSimulator`: read the request, answer like a model would.
+
+A policy is `policy(request_body) -> answer`, where the answer is a string, a list
+of content blocks, or `{"content": [...], "stop_reason": ...}`. The good ones are
+*stateless*: they decide from the request alone (the prompt, the latest tool
+results), so the same history always gets the same answer, a re-recorded
+cassette comes out identical, and one policy serves many runs at once.
+
+    call("calculator", a=2, op="*", b=3)     # a tool_use block (the simulator names its id)
+    prompt_text(body)                        # the first user message's text
+    latest_results(body)                     # the tool results the model is reading now
+    scripted(answer1, answer2, ...)          # answer N at the N-th step of a run
+    arithmetic                               # calls `calculator` for "123456 × 789", then answers
+    echo_summarizer                          # a tool-less summary call's answer
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "ToolResult",
+    "arithmetic",
+    "call",
+    "echo_summarizer",
+    "latest_results",
+    "prompt_text",
+    "scripted",
+    "step_number",
+]
+
+Body = Mapping[str, Any]
+
+
+def call(name: str, /, **input: Any) -> dict[str, Any]:
+    """A `tool_use` block asking for `name(**input)`."""
+    return {"type": "tool_use", "name": name, "input": input}
+
+
+def _blocks(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in content or [] if isinstance(b, Mapping)]
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(b.get("text", "") for b in content or [] if isinstance(b, Mapping))
+
+
+def prompt_text(body: Body) -> str:
+    """The text of the first user message (the task, unless compaction rewrote it)."""
+    for message in body.get("messages") or []:
+        if message.get("role") == "user":
+            return "".join(b.get("text", "") for b in _blocks(message) if b.get("type") == "text")
+    return ""
+
+
+def step_number(body: Body) -> int:
+    """1 for the first call of a run, 2 after one assistant turn, and so on."""
+    return 1 + sum(1 for m in body.get("messages") or [] if m.get("role") == "assistant")
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """One result the model is reading now, with the call it answers."""
+
+    name: str
+    input: Mapping[str, Any]
+    text: str
+    is_error: bool
+
+
+def latest_results(body: Body) -> list[ToolResult]:
+    """The results in the last user message, in order, each joined to its `tool_use`."""
+    messages = list(body.get("messages") or [])
+    if len(messages) < 2 or messages[-1].get("role") != "user":
+        return []
+    calls = {b.get("id"): b for b in _blocks(messages[-2]) if b.get("type") == "tool_use"}
+    found = []
+    for block in _blocks(messages[-1]):
+        if block.get("type") == "tool_result":
+            use = calls.get(block.get("tool_use_id"), {})
+            found.append(
+                ToolResult(
+                    str(use.get("name", "?")),
+                    dict(use.get("input") or {}),
+                    _text(block.get("content")),
+                    bool(block.get("is_error")),
+                )
+            )
+    return found
+
+
+def scripted(*answers: Any) -> Callable[[Body], Any]:
+    """Answer with `answers[N-1]` at step N of a run (a callable answer gets the body).
+
+    Stateless: the step is counted from the assistant turns in the request, so a
+    history shortened by compaction counts from what is left.
+    """
+
+    def policy(body: Body) -> Any:
+        step = step_number(body)
+        if step > len(answers):
+            raise AssertionError(f"scripted policy has {len(answers)} answers; asked for step {step}")
+        answer = answers[step - 1]
+        return answer(body) if callable(answer) else answer
+
+    return policy
+
+
+_OPS = {"×": "*", "x": "*", "*": "*", "/": "/", "÷": "/", "+": "+", "-": "-", "−": "-"}
+_EXPRESSION = re.compile(r"(-?\d[\d,_]*(?:\.\d+)?)\s*([×x*/÷+\-−])\s*(-?\d[\d,_]*(?:\.\d+)?)")
+
+
+def _number(text: str) -> int | float:
+    clean = text.replace(",", "").replace("_", "")
+    return float(clean) if "." in clean else int(clean)
+
+
+def _pretty(value: str) -> str:
+    """`97406784` → `97,406,784`; anything else unchanged."""
+    try:
+        number = int(value)
+    except ValueError:
+        return value
+    return f"{number:,}"
+
+
+def arithmetic(body: Body) -> Any:
+    """A model that never does arithmetic in its head.
+
+    Step 1: finds "A op B" in the prompt and calls `calculator`. Once the result is
+    back: states it (or the calculator's error). No expression: says so.
+    """
+    results = [r for r in latest_results(body) if r.name == "calculator"]
+    if results:
+        r = results[-1]
+        expression = f"{r.input.get('a')} {r.input.get('op')} {r.input.get('b')}"
+        if r.is_error:
+            return f"The calculator could not compute {expression}: {r.text}"
+        return f"{expression} = {_pretty(r.text)}"
+    match = _EXPRESSION.search(prompt_text(body))
+    if match is None:
+        return "I need two numbers and an operator, such as 12 × 34."
+    a, op, b = match.groups()
+    return [
+        f"I'll compute {a} {op} {b} with the calculator.",
+        call("calculator", a=_number(a), op=_OPS[op], b=_number(b)),
+    ]
+
+
+def echo_summarizer(body: Body, limit: int = 4000) -> str:
+    """A summarizer's answer: the transcript it was given, cut to `limit` characters.
+
+    Deterministic and lossless for short transcripts, so a test can assert what a
+    compaction kept without a real model deciding it.
+    """
+    messages: Sequence[Mapping[str, Any]] = body.get("messages") or []
+    transcript = _text(messages[-1].get("content")) if messages else ""
+    return "Summary of the work so far:\n" + transcript[:limit] if transcript else "Summary: (nothing yet)"

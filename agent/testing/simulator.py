@@ -1,0 +1,329 @@
+"""`MessagesSimulator`: a strict, local Messages API for tests and offline examples.
+
+Nothing here can reach the real API, yet what this project claims (valid requests
+under any history, cache hits, token savings) needs a witness the real SDK talks
+to over real HTTP. This is it: a loopback server on an ephemeral port serving
+`POST /v1/messages` and `POST /v1/messages/count_tokens`.
+
+    with MessagesSimulator(policy) as sim:
+        llm = sim.llm()  # = AnthropicLLM(base_url=sim.base_url, api_key="sim", max_retries=0)
+        Agent(llm=llm, tools=[calculator]).run("What is 6 × 7?")
+        sim.requests        # every /v1/messages body received (parsed JSON, in order)
+        sim.usages          # the usage billed for each 200 answer (cache counters included)
+        sim.rejected        # (body, violations) for each 400
+        sim.count_requests  # bodies sent to /v1/messages/count_tokens
+        sim.errors          # tracebacks of a policy that raised
+
+Strict on the way in: a body `validate_request` objects to gets a 400 in the API's
+error shape listing every violation; an unknown model gets a 404; a missing
+`anthropic-version` header a 400 and a missing key a 401.
+
+Scripted on the way out: `policy(request_body)` returns the answer: a string, a
+list of content blocks (dicts or strings), or a dict with `content` and an
+optional `stop_reason` (`agent.testing.reply()` builds one). `stop_reason`
+defaults to `tool_use` when a tool call is present, else `end_turn`. Requests
+without a `tools` key (a compaction summary, say) go to `summarizer` when one is
+given. Like the API, the simulator names tool calls itself: ids are
+`toolu_sim_<response>_<index>`, deterministic for a given sequence of requests.
+A policy that raises gets a 500 `api_error`, and the traceback lands in `.errors`.
+
+Usage follows the prompt-cache rules of `agent.testing.cache_model` (breakpoints,
+20-block lookback, per-model minimum, TTL on the injectable `clock`, invalidation
+by level) with a deterministic token estimate; uncached + read + write is always
+the whole prompt.
+
+Fault injection (for retry and durability tests), applied to the next
+`/v1/messages` requests in the order injected:
+
+    sim.inject(status=429, times=2, retry_after=0)   # two rate-limit errors, then normal
+    sim.inject(status=529)                           # one overloaded_error
+    sim.inject(malformed=True)                       # one 200 whose body is cut-off JSON
+    sim.inject(delay=2.0)                            # one answer held back 2 s (timeouts)
+
+Every faulted request is kept in `.requests`. One answered with an error status or a
+malformed body is never validated or billed; a delayed one is answered normally after
+the delay (validated and billed, even if the client gave up waiting, as a server would).
+Responses carry `server: agent-from-scratch-simulator`, so a recorded cassette
+shows where it came from.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, TypeAlias
+
+import anthropic
+
+from agent.llm import AnthropicLLM
+from agent.testing.answers import Reply, error_body, json_reply, normalize
+from agent.testing.cache_model import MIN_CACHEABLE_TOKENS, PromptCache, base_model, block_tokens, render
+from agent.testing.validate import validate_count_tokens, validate_request
+
+__all__ = ["SERVER_NAME", "Fault", "MessagesSimulator", "Policy"]
+
+SERVER_NAME = "agent-from-scratch-simulator"
+Policy: TypeAlias = Callable[[dict[str, Any]], Any]
+
+
+@dataclass
+class Fault:
+    """One injected misbehaviour; `times` counts the requests it still applies to."""
+
+    status: int | None = None
+    malformed: bool = False
+    delay: float = 0.0
+    message: str | None = None
+    retry_after: float | None = None
+    times: int = 1
+
+
+def _default_policy(body: dict[str, Any]) -> Any:
+    return "ok"
+
+
+class MessagesSimulator:
+    """A loopback Messages API; use as a context manager (or `start()` / `stop()`)."""
+
+    def __init__(
+        self,
+        policy: Policy | None = None,
+        *,
+        summarizer: Policy | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        models: Mapping[str, int] | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self.policy = policy or _default_policy
+        self.summarizer = summarizer
+        self.cache = PromptCache(clock=clock)
+        self.models = {**MIN_CACHEABLE_TOKENS, **(models or {})}
+        """Known model ids and their minimum cacheable length; others get a 404."""
+        self.requests: list[dict[str, Any]] = []
+        self.usages: list[dict[str, Any]] = []
+        self.count_requests: list[dict[str, Any]] = []
+        self.rejected: list[tuple[dict[str, Any], list[str]]] = []
+        self.errors: list[str] = []
+        self._faults: list[Fault] = []
+        self._lock = threading.Lock()
+        self._address = (host, port)
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._responses = 0
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        if self._server is None:
+            raise RuntimeError("the simulator is not running: use `with MessagesSimulator(...) as sim:`")
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def llm(self, **options: Any) -> AnthropicLLM:
+        """An `AnthropicLLM` pointed here (no retries, so a failure shows at once)."""
+        settings: dict[str, Any] = {"base_url": self.base_url, "api_key": "sim", "max_retries": 0}
+        return AnthropicLLM(**{**settings, **options})
+
+    def client(self, **options: Any) -> anthropic.Anthropic:
+        """A raw SDK client pointed here, for tests that send hand-made bodies."""
+        settings: dict[str, Any] = {"base_url": self.base_url, "api_key": "sim", "max_retries": 0}
+        return anthropic.Anthropic(**{**settings, **options})
+
+    def start(self) -> MessagesSimulator:
+        if self._server is None:
+            server = _Server(self._address, _Handler)
+            server.simulator = self
+            self._server = server
+            self._thread = threading.Thread(
+                target=server.serve_forever,
+                kwargs={"poll_interval": 0.05},
+                name="messages-simulator",
+                daemon=True,
+            )
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        server, self._server = self._server, None
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> MessagesSimulator:
+        return self.start()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    # -- faults ---------------------------------------------------------------------
+
+    def inject(
+        self,
+        *,
+        status: int | None = None,
+        malformed: bool = False,
+        delay: float = 0.0,
+        times: int = 1,
+        message: str | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        """Misbehave on the next `times` `/v1/messages` requests (see the module docstring)."""
+        if status is None and not malformed and delay <= 0:
+            raise ValueError("inject() needs status=, malformed=True or delay=")
+        if status is not None and not 400 <= status <= 599:
+            raise ValueError(f"status must be an HTTP error status (400-599), not {status}")
+        if times < 1:
+            raise ValueError("times must be at least 1")
+        with self._lock:
+            self._faults.append(Fault(status, malformed, delay, message, retry_after, times))
+
+    # -- the API --------------------------------------------------------------------
+
+    def handle(self, method: str, path: str, headers: Mapping[str, str], raw: bytes) -> Reply:
+        """Answer one HTTP request (the server calls this; tests may too)."""
+        path = path.split("?", 1)[0]
+        headers = {k.lower(): v for k, v in headers.items()}
+        with self._lock:
+            body = _parse(method, path, raw)
+            if isinstance(body, Reply):
+                return body
+            fault = None
+            if path == "/v1/messages":
+                self.requests.append(copy.deepcopy(body))
+                fault = self._next_fault()
+            else:
+                self.count_requests.append(copy.deepcopy(body))
+        if fault is not None:
+            time.sleep(fault.delay)  # outside the lock: other requests go on meanwhile
+            if fault.status is not None:
+                extra = {} if fault.retry_after is None else {"retry-after": f"{fault.retry_after:g}"}
+                text = fault.message or f"injected {fault.status}"
+                return json_reply(fault.status, error_body(fault.status, text), extra)
+            if fault.malformed:
+                return Reply(200, b'{"id": "msg_sim_malformed", "type": "message", "content": [', {})
+        with self._lock:
+            return self._respond(path, headers, body)
+
+    def _respond(self, path: str, headers: Mapping[str, str], body: dict[str, Any]) -> Reply:
+        if "x-api-key" not in headers and "authorization" not in headers:
+            return json_reply(401, error_body(401, "x-api-key header is required"))
+        if "anthropic-version" not in headers:
+            return json_reply(400, error_body(400, "anthropic-version: header is required"))
+        counting = path.endswith("/count_tokens")
+        errors = validate_count_tokens(body) if counting else validate_request(body)
+        if errors:
+            self.rejected.append((copy.deepcopy(body), errors))
+            return json_reply(
+                400, error_body(400, f"{len(errors)} validation error(s): " + "; ".join(errors))
+            )
+        model = str(body["model"])
+        if base_model(model) not in self.models:
+            return json_reply(404, error_body(404, f"model: {model}"))
+        if counting:
+            return json_reply(200, {"input_tokens": sum(p.tokens for p in render(body))})
+        return self._answer(body, self.models[base_model(model)])
+
+    def _answer(self, body: dict[str, Any], minimum: int) -> Reply:
+        use_summarizer = "tools" not in body and self.summarizer is not None
+        policy = self.summarizer if use_summarizer and self.summarizer else self.policy
+        try:
+            content, stop_reason = normalize(policy(copy.deepcopy(body)))
+        except Exception:
+            self.errors.append(traceback.format_exc())
+            return json_reply(
+                500, error_body(500, "the simulator's policy raised; see MessagesSimulator.errors")
+            )
+        self._responses += 1
+        calls = 0
+        for block in content:
+            if block["type"] == "tool_use":
+                block["id"] = f"toolu_sim_{self._responses:04d}_{calls}"
+                calls += 1
+        usage = self.cache.account_positions(render(body), minimum).to_json()
+        usage["output_tokens"] = sum(block_tokens(b) for b in content)
+        usage["service_tier"] = "standard"
+        self.usages.append(usage)
+        message = {
+            "id": f"msg_sim_{self._responses:04d}",
+            "type": "message",
+            "role": "assistant",
+            "model": body["model"],
+            "content": content,
+            "stop_reason": stop_reason,
+            "stop_sequence": None,
+            "usage": usage,
+        }
+        return json_reply(200, message, {"request-id": f"req_sim_{self._responses:04d}"})
+
+    def _next_fault(self) -> Fault | None:
+        if not self._faults:
+            return None
+        fault = self._faults[0]
+        fault.times -= 1
+        if fault.times <= 0:
+            self._faults.pop(0)
+        return fault
+
+
+def _parse(method: str, path: str, raw: bytes) -> dict[str, Any] | Reply:
+    if method != "POST" or path not in ("/v1/messages", "/v1/messages/count_tokens"):
+        return json_reply(404, error_body(404, f"{method} {path}: not found"))
+    try:
+        body = json.loads(raw or b"null")
+    except ValueError as error:
+        return json_reply(400, error_body(400, f"request body is not valid JSON: {error}"))
+    if not isinstance(body, dict):
+        return json_reply(400, error_body(400, "request body must be a JSON object"))
+    return body
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    simulator: MessagesSimulator
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client that gave up (a timeout test) is not the simulator's error
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.1"
+
+    def version_string(self) -> str:
+        return SERVER_NAME
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # quiet: tests assert on `.requests`, not on access logs
+
+    def do_POST(self) -> None:
+        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+        self._send(self.server.simulator.handle("POST", self.path, dict(self.headers.items()), raw))
+
+    def do_GET(self) -> None:
+        self._send(json_reply(404, error_body(404, f"GET {self.path}: not found")))
+
+    def _send(self, reply: Reply) -> None:
+        self.close_connection = True
+        self.send_response(reply.status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(reply.body)))
+        self.send_header("connection", "close")
+        for name, value in reply.headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(reply.body)

@@ -1,0 +1,1 @@
+"""Scripts that print measured tables (run them as `python -m benchmarks.<name>`)."""

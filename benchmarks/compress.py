@@ -1,0 +1,312 @@
+"""Compressor benchmark on real outputs of this machine: ours vs graph-tool-call vs a head/tail cut.
+
+    .venv/bin/pip install graph-tool-call      # for the comparison only, not a dependency
+    .venv/bin/python -m benchmarks.compress    # [--budget 2000] [--show ITEM] [--markdown]
+
+The corpus is built fresh on the machine that runs it: `pip list`, `pip show -f`, `ps`,
+`ls -la`, a generated git repository's `git log`, the JSON schema of the SDK's
+`Message` model, real pydantic validation errors (as text, and as a FastAPI-style 422
+response), a JSON API page and a 503 page served by a loopback `http.server`, a
+traceback provoked in a subprocess, a real pytest run on a generated test file, a
+log written by `logging`, `/var/log/dpkg.log`, a stdlib source file, and HTML docs
+found on disk (Python's own IDLE help page, pydoc output, others if present).
+
+Each item has must-keep facts, computed from the data (never from any output):
+its first and last entries, the odd ones in between (an editable install, a
+symlink, a merge commit, a refunded order, each failing test and its first error
+line, each error in a log, the root cause of a chained exception) and its counts.
+A fact is kept when it is a substring of the output (counts: the number as a whole
+word). Its position (head / middle / tail) is measured in the input. The same
+budget is given to all three compressors. Determinism is checked by re-running
+every compressor on the same pickled corpus in subprocesses with different
+PYTHONHASHSEEDs and comparing output hashes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import pickle
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from agent.context.artifacts import artifact_name
+from agent.context.compress import compress, detect
+from agent.context.compressors.jsonish import dump_full
+from benchmarks import compress_corpus as corpus
+
+SEEDS = ("0", "1", "2", "12345")
+
+
+@dataclass
+class Fact:
+    text: str
+    where: str = ""
+    kind: str = "text"
+
+    def kept(self, output: str, source: str) -> bool:
+        """In the output; a count also counts as kept when nothing was cut (every item is there)."""
+        if self.kind == "text":
+            return self.text in output
+        if self.kind == "loose":
+            return re.sub(r"\s+", "", self.text) in re.sub(r"\s+", "", output)
+        if output == source:
+            return True
+        n = int(self.text)
+        return any(re.search(rf"(?<![\d.,]){re.escape(s)}(?![\d])", output) for s in {str(n), f"{n:,}"})
+
+
+@dataclass
+class Item:
+    name: str
+    value: Any
+    facts: list[Fact] = field(default_factory=list)
+
+    @cached_property
+    def text(self) -> str:
+        return dump_full(self.value)[0]
+
+    @property
+    def json_in(self) -> bool:
+        if not isinstance(self.value, str):
+            return True
+        try:
+            json.loads(self.value)
+            return True
+        except ValueError:
+            return False
+
+
+# -- the three contenders ---------------------------------------------------------------
+
+
+def ours(value: Any, budget: int) -> str:
+    text, is_json = dump_full(value)
+    return compress(value, budget, pointer=artifact_name("bench", text, is_json=is_json))
+
+
+def naive(value: Any, budget: int) -> str:
+    text = dump_full(value)[0]
+    if len(text) <= budget:
+        return text
+    note = f"\n[... {len(text) - budget} chars cut ...]\n"
+    head = (budget - len(note)) * 3 // 5
+    tail = budget - len(note) - head
+    return text[:head] + note + text[-tail:]
+
+
+def gtc_compressor() -> Callable[[Any, int], str] | None:
+    try:
+        from graph_tool_call.compressor import CompressConfig, compress_tool_result
+    except ImportError:
+        return None
+
+    def run(value: Any, budget: int) -> str:
+        return str(compress_tool_result(value, config=CompressConfig(max_chars=budget)))
+
+    return run
+
+
+def contenders() -> dict[str, Callable[[Any, int], str] | None]:
+    return {"ours": ours, "graph-tool-call": gtc_compressor(), "head/tail": naive}
+
+
+# -- measuring --------------------------------------------------------------------------
+
+
+def strict_json(text: str) -> bool:
+    def reject(constant: str) -> Any:
+        raise ValueError(constant)
+
+    try:
+        json.loads(text, parse_constant=reject)
+        return True
+    except (ValueError, RecursionError):
+        return False
+
+
+@dataclass
+class Run:
+    output: str = ""
+    crashed: str = ""
+    seconds: float = 0.0
+
+
+def run_one(fn: Callable[[Any, int], str], value: Any, budget: int, repeat: int = 5) -> Run:
+    best = float("inf")
+    out = Run()
+    for _ in range(repeat):
+        started = time.process_time()  # CPU time: other processes on the machine do not count
+        try:
+            output = fn(value, budget)
+        except BaseException as error:  # a crash is a result here
+            if isinstance(error, KeyboardInterrupt):
+                raise
+            return Run("", f"{type(error).__name__}", 0.0)
+        best = min(best, time.process_time() - started)
+        out = Run(output, "", best)
+    return out
+
+
+def hashes(items: list[Item], budget: int) -> dict[str, dict[str, str]]:
+    found: dict[str, dict[str, str]] = {}
+    for name, fn in contenders().items():
+        if fn is None:
+            continue
+        found[name] = {}
+        for item in items:
+            result = run_one(fn, item.value, budget, repeat=1)
+            found[name][item.name] = hashlib.sha256((result.crashed or result.output).encode()).hexdigest()
+    return found
+
+
+def determinism(items: list[Item], budget: int) -> dict[str, bool]:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "corpus.pkl"
+        path.write_bytes(pickle.dumps(items))
+        seen: dict[str, set[str]] = {}
+        for seed in SEEDS:
+            env = {**os.environ, "PYTHONHASHSEED": seed}
+            out = subprocess.run(
+                [sys.executable, "-m", "benchmarks.compress", "--child", str(path), "--budget", str(budget)],
+                capture_output=True,
+                text=True,
+                env=env,
+                check=True,
+            ).stdout
+            for name, per_item in json.loads(out).items():
+                seen.setdefault(name, set()).add(json.dumps(per_item, sort_keys=True))
+    return {name: len(variants) == 1 for name, variants in seen.items()}
+
+
+def measure(items: list[Item], budget: int) -> tuple[dict[str, dict[str, Run]], dict[str, Any]]:
+    runs: dict[str, dict[str, Run]] = {}
+    summary: dict[str, Any] = {}
+    for name, fn in contenders().items():
+        if fn is None:
+            continue
+        runs[name] = {item.name: run_one(fn, item.value, budget) for item in items}
+        kept = total = json_ok = json_in = chars = crashes = 0
+        seconds = size = html_seconds = html_size = 0.0
+        for item in items:
+            run = runs[name][item.name]
+            kept += sum(f.kept(run.output, item.text) for f in item.facts)
+            total += len(item.facts)
+            chars += len(run.output)
+            crashes += bool(run.crashed)
+            if item.json_in:
+                json_in += 1
+                json_ok += strict_json(run.output)
+            size += len(item.text.encode())
+            seconds += run.seconds
+            if item.name.startswith("html"):
+                html_size += len(item.text.encode())
+                html_seconds += run.seconds
+        summary[name] = {
+            "chars": chars,
+            "kept": kept,
+            "facts": total,
+            "json": (json_ok, json_in),
+            "crashes": crashes,
+            "mbps": size / 1e6 / seconds if seconds else 0.0,
+            "html_mbps": html_size / 1e6 / html_seconds if html_seconds else 0.0,
+        }
+    return runs, summary
+
+
+# -- reporting --------------------------------------------------------------------------
+
+
+def report(items: list[Item], budget: int, runs: dict[str, dict[str, Run]], summary: dict[str, Any]) -> None:
+    names = list(runs)
+    print(
+        f"\nBudget {budget:,} chars per result; {len(items)} real outputs; "
+        "facts kept = substring of the output.\n"
+    )
+    head = "| item | kind | input chars | " + " | ".join(f"{n} chars | {n} facts" for n in names) + " |"
+    print(head)
+    print("|" + "---|" * (3 + 2 * len(names)))
+    for item in items:
+        cells = [item.name, detect(item.value), f"{len(item.text):,}"]
+        for name in names:
+            run = runs[name][item.name]
+            kept = sum(f.kept(run.output, item.text) for f in item.facts)
+            cells += [run.crashed or f"{len(run.output):,}", f"{kept}/{len(item.facts)}"]
+        print("| " + " | ".join(cells) + " |")
+    det = determinism(items, budget)
+    print(
+        "\n| compressor | output chars | facts kept | valid JSON (JSON in) | deterministic | MB/s "
+        "| HTML MB/s | crashes |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for name in names:
+        s = summary[name]
+        ok, of = s["json"]
+        print(
+            f"| {name} | {s['chars']:,} | {s['kept']}/{s['facts']} ({100 * s['kept'] / s['facts']:.1f}%) "
+            f"| {ok}/{of} ({100 * ok / of:.0f}%) | {'yes' if det.get(name) else 'NO'} | {s['mbps']:.1f} "
+            f"| {s['html_mbps']:.1f} | {s['crashes']} |"
+        )
+    if "graph-tool-call" not in runs:
+        print("\ngraph-tool-call is NOT installed: `.venv/bin/pip install graph-tool-call` to compare.")
+    robustness(budget)
+
+
+def robustness(budget: int) -> None:
+    print("\nRobustness (not in the totals): does it return, within budget, and valid JSON for JSON in?\n")
+    print("| input | " + " | ".join(n for n, fn in contenders().items() if fn) + " |")
+    print("|---|" + "---|" * sum(1 for fn in contenders().values() if fn))
+    for label, value in corpus.hostile_inputs():
+        cells = []
+        for fn in contenders().values():
+            if fn is None:
+                continue
+            run = run_one(fn, value, budget, repeat=1)
+            if run.crashed:
+                cells.append(f"raises {run.crashed}")
+            else:
+                over = "" if len(run.output) <= budget else f", OVER budget ({len(run.output):,})"
+                valid = "valid JSON" if strict_json(run.output) else "not JSON"
+                cells.append(f"{len(run.output):,} chars, {valid}{over}")
+        print(f"| {label} | " + " | ".join(cells) + " |")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--budget", type=int, default=2000)
+    parser.add_argument("--show", help="print every contender's output for this item")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        items = pickle.loads(Path(args.child).read_bytes())
+        print(json.dumps(hashes(items, args.budget)))
+        return
+    with tempfile.TemporaryDirectory() as folder:
+        items = [
+            Item(name, value, [Fact(*f) for f in facts]) for name, value, facts in corpus.build(Path(folder))
+        ]
+    if args.show:
+        item = next(i for i in items if i.name == args.show)
+        for name, fn in contenders().items():
+            if fn is not None:
+                out = run_one(fn, item.value, args.budget, repeat=1)
+                print(f"===== {name} ({len(out.output)} chars) =====\n{out.crashed or out.output}\n")
+        for fact in item.facts:
+            print(fact.where, repr(fact.text), "ours:", fact.kept(ours(item.value, args.budget), item.text))
+        return
+    runs, summary = measure(items, args.budget)
+    report(items, args.budget, runs, summary)
+
+
+if __name__ == "__main__":
+    main()

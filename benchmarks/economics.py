@@ -1,0 +1,410 @@
+"""Token economics: one long tool-heavy run, priced under each context lever, against the naive loop.
+
+    .venv/bin/python -m benchmarks.economics            # 80 steps, six configurations, Markdown
+    .venv/bin/python -m benchmarks.economics --steps 40
+
+The naive loop resends the whole history, raw, at full price, every step, so its
+cost grows with the square of the steps. Each lever attacks one factor of that:
+
+    diet        what a result costs when it enters the history (whitelist, compressor, artifacts)
+    pruning     what an old result costs on every later step (one-line stubs)
+    compaction  how long the history can get (the head folds into a summary)
+    caching     the price of what must be resent (reads at 0.1x)
+
+The scenario is scripted and seeded, so every configuration sees the same tool calls
+with the same data, in the same order: an order-audit agent that pages through big
+JSON order lists, nested HTTP API responses, HTML help pages and pytest runs, looks
+orders up, and makes one irreversible refund. The model's side picks the next tool
+by its own call count (compaction rewrites the history, so the history cannot say
+which step it is). Everything goes through the real SDK to the strict simulator,
+whose billed usage (cache reads and writes included) is what is priced here; the
+summarizer calls of compaction are billed and counted like every other call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import random
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agent import Agent, RunResult, RunState, Usage, tool
+from agent.config import AgentConfig
+from agent.context.cache import count_breakpoints
+from agent.context.prune import is_stub
+from agent.testing.policies import call, echo_summarizer
+from agent.testing.simulator import MessagesSimulator
+from agent.usage import price_for
+
+MODEL = "claude-opus-5"
+SEED = 6
+CHECKPOINTS = (10, 20, 40, 80)
+SYSTEM = (
+    "You audit a shop's orders and its order API. Page through the order lists, check the API, "
+    "the help pages and the test suite, and refund an order only when it is broken and unrefunded. "
+    "Quote ids and amounts exactly; never guess a value you have not read."
+)
+REQUEST = "Audit customer C-1042's orders and the order API; refund the broken order; report."
+CONTEXT_LIMIT = 20_000
+"""`max_context_tokens` of the compaction configurations."""
+NO_DIET = {"compress_threshold": 10**12, "artifacts_dir": None}
+"""There is no `diet=False` switch: a threshold no result reaches and no artifacts turn it off."""
+KEEP_FIELDS = {
+    "search_orders": ["order_id", "status", "total", "placed_at"],
+    "get_order": ["order_id", "status", "total", "customer.name", "items.sku", "items.qty", "refund"],
+}
+
+
+# -- the world the tools read (seeded, so every configuration sees the same bytes) ---------
+
+
+def _rng(*key: Any) -> random.Random:
+    return random.Random(f"{SEED}:{key}")
+
+
+def _order(order_id: str) -> dict[str, Any]:
+    r = _rng("order", order_id)
+    n = r.randint(1, 4)
+    status = "broken" if order_id == "O-3107" else r.choice(["delivered"] * 6 + ["shipped", "returned"])
+    return {
+        "order_id": order_id,
+        "status": status,
+        "total": sum(r.randint(5, 200) * 100 for _ in range(n)),
+        "currency": "KRW",
+        "placed_at": f"2026-{r.randint(1, 12):02d}-{r.randint(1, 28):02d}T{r.randint(0, 23):02d}:14:00Z",
+        "customer": {"id": "C-1042", "name": "Min-ji Park", "tier": r.choice(["gold", "silver"])},
+        "items": [
+            {"sku": f"SKU-{r.randint(1000, 9999)}", "qty": r.randint(1, 3), "price": r.randint(5, 200) * 100}
+            for _ in range(n)
+        ],
+        "shipping": {
+            "carrier": r.choice(["CJ", "Hanjin", "Lotte"]),
+            "tracking": f"{r.randint(10**11, 10**12 - 1)}",
+            "events": ["PICKED", "IN_TRANSIT", "OUT_FOR_DELIVERY", "DELIVERED"][: r.randint(1, 4)],
+        },
+        "payment": {"method": r.choice(["card", "transfer"]), "last4": f"{r.randint(0, 9999):04d}"},
+        "refund": None,
+        "gift_wrap": r.random() < 0.1,
+        "notes": "",
+    }
+
+
+@tool
+def search_orders(customer_id: str, page: int) -> list[dict[str, Any]]:
+    """One page (40 orders) of a customer's order history.
+
+    Args:
+        customer_id: the customer, e.g. C-1042.
+        page: page number, from 1.
+    """
+    return [_order(f"O-{page:02d}{i:02d}") for i in range(40)]
+
+
+@tool
+def get_order(order_id: str) -> dict[str, Any]:
+    """Everything about one order.
+
+    Args:
+        order_id: the order id, e.g. O-3107.
+    """
+    return {**_order(order_id), "audit": [{"at": f"2026-0{i + 1}-01", "by": "system"} for i in range(8)]}
+
+
+@tool
+def http_get(path: str) -> dict[str, Any]:
+    """GET a path of the shop's order API; returns status, headers and the parsed body.
+
+    Args:
+        path: the API path, e.g. /v2/returns?page=3.
+    """
+    r = _rng("http", path)
+    headers = {f"X-Trace-{i}": f"{r.getrandbits(64):016x}" for i in range(12)}
+    headers.update({"Link": f'<https://api.shop.example{path}&cursor=n{r.randint(1, 99)}>; rel="next"'})
+    headers.update({"X-RateLimit-Remaining": str(r.randint(0, 500)), "Content-Type": "application/json"})
+    data = [
+        {
+            "id": f"RT-{r.randint(10000, 99999)}",
+            "order": {
+                "id": f"O-{r.randint(100, 9999):04d}",
+                "lines": [{"sku": f"SKU-{r.randint(1000, 9999)}"}],
+            },
+            "state": r.choice(["open", "closed", "pending"]),
+            "meta": {"created": f"2026-0{r.randint(1, 9)}-1{r.randint(0, 9)}", "source": "web", "v": 3},
+        }
+        for _ in range(24)
+    ]
+    return {"status": 200, "headers": headers, "body": {"data": data, "meta": {"total": 480, "path": path}}}
+
+
+@tool
+def fetch_page(url: str) -> str:
+    """Fetch an HTML page of the shop's help centre.
+
+    Args:
+        url: the page's address.
+    """
+    r = _rng("html", url)
+    nav = "".join(f'<li><a href="/help/{i}">Help topic {i}</a></li>' for i in range(40))
+    sections = "".join(
+        f"<h2>Section {s}: refunds rule {r.randint(1, 99)}</h2>"
+        + "".join(
+            f"<p>Paragraph {p}: refunds within {r.randint(7, 30)} days of delivery. </p>" for p in range(6)
+        )
+        for s in range(8)
+    )
+    return (
+        f"<!DOCTYPE html><html><head><title>Help: {url}</title><style>{'.x{color:red}' * 60}</style>"
+        f"<script>{'var a=1;' * 80}</script></head><body><nav><ul>{nav}</ul></nav>"
+        f"<main><h1>{url}</h1>{sections}</main><footer>{nav}</footer></body></html>"
+    )
+
+
+@tool
+def run_tests(path: str) -> str:
+    """Run the order service's pytest suite under `path` and return its output.
+
+    Args:
+        path: a test folder or file.
+    """
+    r = _rng("tests", path)
+    names = [f"{path}/test_orders.py::test_case_{i:03d}" for i in range(120)]
+    failing = sorted(r.sample(range(120), 3))
+    lines = [
+        f"{n} {'FAILED' if i in failing else 'PASSED'} [{(i + 1) * 100 // 120:3d}%]"
+        for i, n in enumerate(names)
+    ]
+    failures = "".join(
+        f"\n____ test_case_{i:03d} ____\n    def test_case_{i:03d}():\n>       assert refund(order) == {i}\n"
+        f"E       AssertionError: assert {i + 1} == {i}\n{path}/test_orders.py:{40 + i}: AssertionError\n"
+        for i in failing
+    )
+    summary = f"\n===== 3 failed, 117 passed in {r.randint(2, 9)}.{r.randint(10, 99)}s ====="
+    return (
+        "===== test session starts =====\n" + "\n".join(lines) + "\n===== FAILURES =====" + failures + summary
+    )
+
+
+@tool(irreversible=True)
+def issue_refund(order_id: str, amount: int) -> dict[str, Any]:
+    """Refund one order. Irreversible: it moves money.
+
+    Args:
+        order_id: the order to refund.
+        amount: the amount, in won.
+    """
+    return {"refund_id": f"R-{order_id}", "order_id": order_id, "amount": amount, "status": "accepted"}
+
+
+TOOLS = [search_orders, get_order, http_get, fetch_page, run_tests, issue_refund]
+
+
+# -- the model's side -------------------------------------------------------------------------
+
+
+def plan(step: int, steps: int) -> list[dict[str, Any]]:
+    """The tool calls of step `step` (empty at the last step: the final answer)."""
+    if step >= steps:
+        return []
+    if step == max(2, steps * 2 // 5):
+        return [call("issue_refund", order_id="O-3107", amount=_order("O-3107")["total"])]
+    kind = step % 5
+    calls = [
+        call("search_orders", customer_id="C-1042", page=step),
+        call("http_get", path=f"/v2/returns?page={step}"),
+        call("fetch_page", url=f"https://help.shop.example/refunds/{step}"),
+        call("run_tests", path=f"tests/suite_{step}"),
+        call("get_order", order_id=f"O-{step:02d}{step % 40:02d}"),
+    ][kind : kind + 1]
+    if step % 7 == 0:  # a parallel turn
+        calls.append(call("get_order", order_id=f"O-{step:02d}07"))
+    return calls
+
+
+def model(steps: int) -> Callable[[dict[str, Any]], Any]:
+    """The scripted model: decides by its own call count, so compaction cannot confuse it."""
+    count = itertools.count(1)
+
+    def policy(body: dict[str, Any]) -> Any:
+        step = next(count)
+        calls = plan(step, steps)
+        if not calls:
+            return "Audit done: O-3107 was broken and is refunded; 3 tests fail in every suite; API healthy."
+        names = ", ".join(c["name"] for c in calls)
+        return [f"Step {step}: next I check {names}.", *calls]
+
+    return policy
+
+
+def summarizer(body: dict[str, Any]) -> str:
+    """A handover note of about 600 tokens, drawn from the transcript it is given."""
+    return echo_summarizer(body, limit=2400)
+
+
+# -- the runs -----------------------------------------------------------------------------------
+
+CONFIGS: dict[str, dict[str, Any]] = {
+    "naive": {**NO_DIET, "keep_recent": 0, "max_context_tokens": 0, "cache": False},
+    "+diet": {"keep_fields": KEEP_FIELDS, "keep_recent": 0, "max_context_tokens": 0, "cache": False},
+    "+pruning": {**NO_DIET, "keep_recent": 3, "max_context_tokens": 0, "cache": False},
+    "+compaction": {**NO_DIET, "keep_recent": 0, "max_context_tokens": CONTEXT_LIMIT, "cache": False},
+    "+caching": {**NO_DIET, "keep_recent": 0, "max_context_tokens": 0, "cache": True},
+    "all": {"keep_fields": KEEP_FIELDS, "keep_recent": 3, "max_context_tokens": CONTEXT_LIMIT, "cache": True},
+}
+
+
+WHAT_IF = {"all + frontier breakpoint": CONFIGS["all"]}
+"""Printed with `--what-if`: "all" with the fix proposed for `agent/context/cache.py` (see below)."""
+
+
+class FrontierAgent(Agent):
+    """A proposed fourth breakpoint, on the newest pruned turn (the pruning *frontier*).
+
+    A pruning batch rewrites the turns after the previous frontier. The cache entries
+    the moving breakpoints wrote since then all sit after that point, so without an
+    entry at the frontier itself the whole history is written again at 1.25x. With
+    one there, the next batch reads everything up to it. A no-op once `cache.py`
+    places such a breakpoint itself (the request then has one there, or four).
+    """
+
+    def build_request(self, state: RunState) -> dict[str, Any]:
+        request = super().build_request(state)
+        messages = list(request["messages"])
+        pruned = [
+            i
+            for i, m in enumerate(messages[:-1])
+            if isinstance(m["content"], list)
+            and any(b.get("type") == "tool_result" and is_stub(b.get("content")) for b in m["content"])
+        ]
+        if not self.cache or not pruned or count_breakpoints(request) >= 4:
+            return request
+        blocks = list(messages[pruned[-1]]["content"])
+        if any("cache_control" in b for b in blocks):
+            return request
+        blocks[-1] = {**blocks[-1], "cache_control": {"type": "ephemeral", "ttl": self.cache_ttl}}
+        messages[pruned[-1]] = {**messages[pruned[-1]], "content": blocks}
+        return {**request, "messages": messages}
+
+
+@dataclass
+class Outcome:
+    name: str
+    result: RunResult
+    requests: int
+    rejected: int
+    errors: int
+    seconds: float
+
+    def cost_at(self, step: int) -> float:
+        return sum(u.cost_usd or 0.0 for u in self.result.steps if u.step <= step)
+
+    @property
+    def summaries(self) -> int:
+        return sum(1 for u in self.result.steps if u.purpose == "summary")
+
+
+def run_config(name: str, steps: int) -> Outcome:
+    options = {**CONFIGS, **WHAT_IF}[name]
+    kind = FrontierAgent if name in WHAT_IF else Agent
+    clock = itertools.count(0.0, 6.0)  # six seconds per call: deterministic, well inside the 5m TTL
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        MessagesSimulator(model(steps), summarizer=summarizer, clock=lambda: next(clock)) as sim,
+    ):
+        agent = kind(
+            llm=sim.llm(),
+            model=MODEL,
+            system=SYSTEM,
+            tools=TOOLS,
+            max_steps=steps,
+            allow=["issue_refund"],  # the approval gate is not what is measured here
+            **{"artifacts_dir": tmp, **options},
+        )
+        started = time.monotonic()
+        result = agent.run(REQUEST)
+        elapsed = time.monotonic() - started
+        return Outcome(name, result, len(sim.requests), len(sim.rejected), len(sim.errors), elapsed)
+
+
+def run_all(steps: int = 80, names: Sequence[str] = tuple(CONFIGS)) -> list[Outcome]:
+    return [run_config(name, steps) for name in names]
+
+
+# -- the tables -------------------------------------------------------------------------------
+
+
+def _checkpoints(steps: int) -> list[int]:
+    return [n for n in CHECKPOINTS if n <= steps] or [steps]
+
+
+def _write_cost(step: Usage) -> float:
+    price = price_for(step.model)
+    if price is None:
+        return 0.0
+    write_5m = step.cache_write - step.cache_write_1h
+    return (write_5m * price.cache_write_5m + step.cache_write_1h * price.cache_write_1h) / 1e6
+
+
+def tables(outcomes: Sequence[Outcome], steps: int) -> str:
+    naive = next(o for o in outcomes if o.name == "naive")
+    marks = _checkpoints(steps)
+    pivot = 40 if steps >= 40 else marks[-1]
+    d = AgentConfig
+    lines = [
+        f"### Token economics: {steps} steps, {MODEL}, seed {SEED}",
+        "",
+        f"Levers as configured: diet = keep_fields on {len(KEEP_FIELDS)} of {len(TOOLS)} tools, "
+        f"compress_threshold={d.compress_threshold:,}, list_top_n={d.list_top_n}, artifacts; "
+        f"pruning = keep_recent=3, prune_batch={d.prune_batch}; "
+        f"compaction = max_context_tokens={CONTEXT_LIMIT:,}; caching = cache_ttl={d.cache_ttl}.",
+        "",
+        "| config | uncached | cache write | cache read | output | $ total | writes % of $ | largest request"
+        f" | summaries | $ at {pivot} vs naive |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+    ]
+    for o in outcomes:
+        u = o.result.usage
+        share = o.cost_at(pivot) / naive.cost_at(pivot)
+        writes = sum(_write_cost(step) for step in u.steps) / (u.cost_usd or 1.0)
+        lines.append(
+            f"| {o.name} | {u.uncached:,} | {u.cache_write:,} | {u.cache_read:,} | {u.output:,} | "
+            f"{u.cost_usd or 0:.2f} | {writes:.0%} | {u.largest_prompt:,} | {o.summaries} | {share:.1%} |"
+        )
+    lines += ["", "Cumulative $ after N steps (summaries included), and the growth of the cost:", ""]
+    head = " | ".join(f"$ at {n}" for n in marks)
+    per = " | ".join(f"$/step {n // 2 + 1}–{n}" for n in marks)
+    lines.append(f"| config | {head} | {per} | $@{marks[-1]} / $@{marks[-1] // 2} |")
+    lines.append("|---|" + "--:|" * (2 * len(marks) + 1))
+    for o in outcomes:
+        costs = " | ".join(f"{o.cost_at(n):.3f}" for n in marks)
+        marginal = " | ".join(f"{(o.cost_at(n) - o.cost_at(n // 2)) / (n - n // 2):.4f}" for n in marks)
+        growth = o.cost_at(marks[-1]) / o.cost_at(marks[-1] // 2)
+        lines.append(f"| {o.name} | {costs} | {marginal} | {growth:.2f} |")
+    total = sum(o.requests for o in outcomes)
+    rejected = sum(o.rejected for o in outcomes)
+    errors = sum(o.errors for o in outcomes)
+    lines += [
+        "",
+        "Growth: doubling the steps doubles a linear cost (ratio 2) and quadruples a quadratic one (4).",
+        f"Rejected requests: {rejected} of {total} (simulator policy errors: {errors}); "
+        f"time {sum(o.seconds for o in outcomes):.1f} s.",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=80, help="model steps per run (default 80)")
+    parser.add_argument("--only", nargs="*", choices=list(CONFIGS), help="run only these (naive always runs)")
+    parser.add_argument("--what-if", action="store_true", help="add the proposed frontier breakpoint")
+    args = parser.parse_args(argv)
+    names = ["naive", *[n for n in args.only if n != "naive"]] if args.only else list(CONFIGS)
+    names += list(WHAT_IF) if args.what_if else []
+    print(tables(run_all(args.steps, names), args.steps))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,142 @@
+"""A long task whose prompt stops growing: pruning, compaction and memory at work.
+
+The agent audits 40 pages of a customer's order history, one page per step, and
+refunds the broken orders it finds (an irreversible tool, allow-listed here so the
+example runs unattended). Each page is a large JSON result. Without help the
+prompt would grow by a page at every step; here it levels off:
+
+* old pages become one-line stubs after `keep_recent=3` newer ones (in batches of
+  `prune_batch=2`, so the cached prefix moves every other step, not every step);
+* when the request nears `max_context_tokens=8,000` the head is folded into a
+  summary by a separate, tool-less call; the original request and every refund
+  receipt are copied into it verbatim by the framework;
+* the customer id is saved with `memory_write`, and the memory's keys are shown in
+  the newest turn, so they survive every compaction.
+
+Watch the `prompt=` column of the per-step lines: it climbs, drops at a
+compaction, climbs again, and never passes the budget.
+
+    python -m examples.context            # offline, on the local simulator
+    python -m examples.context --replay   # replay the recorded cassette
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from agent import LLM, Agent, tool
+from agent.memory import Memory
+from agent.testing.policies import call, latest_results
+from examples._runner import Example, main
+from tools import memory_tools
+
+PAGES = 40
+MAX_CONTEXT_TOKENS = 8_000
+PROMPT = (
+    f"Audit all {PAGES} pages of customer u_88213's order history. Refund every order whose "
+    "status is 'broken' (once per order), then say how many you refunded."
+)
+SYSTEM = "You audit order histories and issue refunds. Be exact with order ids and amounts."
+
+
+@tool(compress=False)  # an auditor reads every row: this result is not slimmed
+def fetch_orders(page: int) -> str:
+    """One page of the customer's order history, as JSON rows.
+
+    Args:
+        page: page number, from 1.
+    """
+    rows = [
+        {
+            "order_id": f"{page:02d}-{i:03d}",
+            "item": f"item {i} of page {page}",
+            "price": 1000 * (i + page),
+            "status": "broken" if page % 10 == 3 and i == 7 else "delivered",
+            "shipping": {"carrier": "CJ", "hub": "Dongtan-1", "events": ["PICKED", "MOVING", "DELIVERED"]},
+        }
+        for i in range(24)
+    ]
+    return json.dumps(rows)
+
+
+@tool(irreversible=True)
+def issue_refund(order_id: str, amount: int) -> dict[str, Any]:
+    """Refund one order. Irreversible: never refund the same order twice.
+
+    Args:
+        order_id: the order to refund.
+        amount: the amount in won.
+    """
+    return {"refund_id": f"R-{order_id}", "order_id": order_id, "amount": amount, "status": "accepted"}
+
+
+def make_agent(llm: LLM) -> Agent:
+    memory = Memory()
+    return Agent(
+        llm=llm,
+        system=SYSTEM,
+        tools=[fetch_orders, issue_refund, *memory_tools(memory)],
+        memory=memory,
+        allow=["issue_refund"],
+        max_steps=PAGES + 10,
+        max_context_tokens=MAX_CONTEXT_TOKENS,
+        keep_recent=3,
+        prune_batch=2,
+        artifacts_dir=None,
+    )
+
+
+def policy(body: dict[str, Any]) -> Any:
+    """The scripted auditor: decides from the newest results alone, so compaction cannot confuse it."""
+    results = latest_results(body)
+    if not results:
+        return [
+            "I'll note the customer and start with page 1.",
+            call("memory_write", key="customer", value="u_88213"),
+            call("fetch_orders", page=1),
+        ]
+    last = results[-1]
+    if last.name == "issue_refund":
+        page = int(json.loads(last.text)["order_id"][:2])
+        return [f"Refunded. On to page {page + 1}.", call("fetch_orders", page=page + 1)]
+    page = int(last.input.get("page", 0))
+    broken = [row for row in json.loads(last.text) if row["status"] == "broken"]
+    if broken:
+        order = broken[0]
+        return [
+            f"Order {order['order_id']} is broken.",
+            call("issue_refund", order_id=order["order_id"], amount=order["price"]),
+        ]
+    if page < PAGES:
+        return [f"Page {page} is fine.", call("fetch_orders", page=page + 1)]
+    return f"All {PAGES} pages audited; the refunds are listed in the context above."
+
+
+def summarizer(body: dict[str, Any]) -> str:
+    """A tool-less summary call's answer: the five points, from the transcript it was given."""
+    transcript = body["messages"][-1]["content"][0]["text"]
+    pages = [int(p) for p in re.findall(r'CALL fetch_orders \{"page": (\d+)\}', transcript)]
+    refunds = re.findall(r"CALL issue_refund (\{[^\n]*\})", transcript)
+    checked = f"pages up to {max(pages)}" if pages else "no pages yet"
+    return (
+        "1. Request: audit u_88213's order history and refund broken orders.\n"
+        f"2. Confirmed: {checked} checked; customer u_88213 (in memory).\n"
+        f"3. Irreversible: {len(refunds)} refund(s) issued (receipts above).\n"
+        "4. Failed attempts: none.\n"
+        f"5. Remaining: pages after {max(pages, default=0)}, then the report."
+    )
+
+
+EXAMPLE = Example(
+    name="context",
+    prompt=PROMPT,
+    make_agent=make_agent,
+    policy=policy,
+    summarizer=summarizer,
+    moves_cache_prefix=True,
+)
+
+if __name__ == "__main__":
+    raise SystemExit(main(EXAMPLE))
