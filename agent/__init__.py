@@ -1,5 +1,13 @@
-"""agent-from-scratch: a small, readable agent loop that spends fewer tokens."""
+"""agent-from-scratch: a small, readable agent loop that spends fewer tokens.
 
+Everything a user needs is importable from here; `agent.testing` holds the test kit
+(scripted model, strict simulator, request validator) and `agent.context` the pure
+functions of the context economy for those who build their own loop.
+"""
+
+from agent.approval import Approver, TerminalApprover, deny_by_default
+from agent.context.artifacts import ArtifactStore, find_pointer
+from agent.context.compress import compress
 from agent.errors import (
     AgentError,
     BudgetExceeded,
@@ -8,9 +16,12 @@ from agent.errors import (
     StepBudgetExceeded,
     TokenBudgetExceeded,
 )
-from agent.llm import LLM, AnthropicLLM
-from agent.loop import Agent, RunResult, RunState
+from agent.llm import LLM, AnthropicLLM, TokenCounter
+from agent.loop import Agent
+from agent.memory import Memory
 from agent.registry import Tool, ToolCall, ToolOutcome, ToolRegistry, tool
+from agent.session import Session, SessionError, read_session
+from agent.state import RunResult, RunState
 from agent.usage import PRICES, Price, RunUsage, Usage
 
 __all__ = [
@@ -19,19 +30,30 @@ __all__ = [
     "Agent",
     "AgentError",
     "AnthropicLLM",
+    "Approver",
+    "ArtifactStore",
     "BudgetExceeded",
     "CostBudgetExceeded",
+    "Memory",
     "ModelCallFailed",
     "Price",
     "RunResult",
     "RunState",
     "RunUsage",
+    "Session",
+    "SessionError",
     "StepBudgetExceeded",
+    "TerminalApprover",
     "TokenBudgetExceeded",
+    "TokenCounter",
     "Tool",
     "ToolCall",
     "ToolOutcome",
     "ToolRegistry",
     "Usage",
+    "compress",
+    "deny_by_default",
+    "find_pointer",
+    "read_session",
     "tool",
 ]

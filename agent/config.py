@@ -43,6 +43,7 @@ class AgentOptions(TypedDict, total=False):
     max_context_tokens: int
     keep_recent: int
     prune_batch: int
+    diet: bool
     keep_fields: Mapping[str, Sequence[str]]
     list_top_n: int
     compress_threshold: int
@@ -95,6 +96,9 @@ class AgentConfig:
     """Tool-result turns kept verbatim by pruning; older ones become one-line stubs. 0 disables."""
     prune_batch: int = 4
     """Prune only once this many turns are prunable, so the cached prefix moves rarely."""
+    diet: bool = True
+    """Slim tool results before the model reads them (whitelist, compressor, artifacts).
+    False sends every result whole (bounded only by the registry's output cap)."""
     keep_fields: Mapping[str, Sequence[str]] = MappingProxyType({})
     """Per-tool field whitelists ({tool_name: [field, "nested.path"]}), on top of `@tool(keep=)`."""
     list_top_n: int = 5
@@ -152,6 +156,8 @@ class AgentConfig:
             raise ValueError(f'cache_ttl must be "5m" or "1h", not {self.cache_ttl!r}')
         if self.keep_recent < 0 or self.prune_batch < 1 or self.max_context_tokens < 0:
             raise ValueError("keep_recent and max_context_tokens must be >= 0, prune_batch >= 1")
+        if self.compress_threshold < 200:
+            raise ValueError("compress_threshold must be at least 200 characters")
         if not 0 <= self.compact_margin < 1:
             raise ValueError(f"compact_margin must be in [0, 1), not {self.compact_margin!r}")
 

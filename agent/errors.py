@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from agent.loop import RunResult
+    from agent.state import RunResult
 
 __all__ = [
     "AgentError",

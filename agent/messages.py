@@ -19,6 +19,11 @@ from agent.registry import ToolCall
 __all__ = [
     "assistant_message",
     "blocks",
+    "deep_copy",
+    "final_text",
+    "iter_tool_results",
+    "stop_detail",
+    "text_of",
     "tool_calls",
     "tool_names_by_id",
     "tool_result_block",
@@ -89,3 +94,25 @@ def iter_tool_results(message: Msg) -> Iterator[dict[str, Any]]:
 def deep_copy(messages: Sequence[Msg]) -> list[Msg]:
     """A copy the caller's lists and dicts cannot be reached through."""
     return copy.deepcopy(list(messages))
+
+
+def text_of(response: Message) -> str:
+    """All the text of a response, joined."""
+    return "".join(b.text for b in response.content if b.type == "text")
+
+
+def final_text(messages: Sequence[Msg]) -> str:
+    """The newest assistant text in a history (what a run stopped early has to show)."""
+    for message in reversed(messages):
+        if message.get("role") == "assistant":
+            return "".join(b.get("text", "") for b in blocks(message) if b.get("type") == "text")
+    return ""
+
+
+def stop_detail(stop_reason: str | None) -> str | None:
+    """Why a run ended, in words, when it was not a normal final answer."""
+    return {
+        "max_tokens": "output hit max_tokens; any tool call in that turn was cut off and not run",
+        "refusal": "the model refused to continue",
+        "model_context_window_exceeded": "the prompt filled the model's context window",
+    }.get(stop_reason or "")

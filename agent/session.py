@@ -44,7 +44,7 @@ from agent.registry import ToolCall, ToolOutcome
 from agent.usage import Usage
 
 if TYPE_CHECKING:
-    from agent.loop import RunResult, RunState
+    from agent.state import RunResult, RunState
 
 try:
     import fcntl

@@ -32,10 +32,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agent import Agent, RunResult, RunState, Usage, tool
+from agent import Agent, RunResult, Usage, tool
 from agent.config import AgentConfig
-from agent.context.cache import count_breakpoints
-from agent.context.prune import is_stub
 from agent.testing.policies import call, echo_summarizer
 from agent.testing.simulator import MessagesSimulator
 from agent.usage import price_for
@@ -51,8 +49,7 @@ SYSTEM = (
 REQUEST = "Audit customer C-1042's orders and the order API; refund the broken order; report."
 CONTEXT_LIMIT = 20_000
 """`max_context_tokens` of the compaction configurations."""
-NO_DIET = {"compress_threshold": 10**12, "artifacts_dir": None}
-"""There is no `diet=False` switch: a threshold no result reaches and no artifacts turn it off."""
+NO_DIET = {"diet": False}
 KEEP_FIELDS = {
     "search_orders": ["order_id", "status", "total", "placed_at"],
     "get_order": ["order_id", "status", "total", "customer.name", "items.sku", "items.qty", "refund"],
@@ -256,39 +253,6 @@ CONFIGS: dict[str, dict[str, Any]] = {
 }
 
 
-WHAT_IF = {"all + frontier breakpoint": CONFIGS["all"]}
-"""Printed with `--what-if`: "all" with the fix proposed for `agent/context/cache.py` (see below)."""
-
-
-class FrontierAgent(Agent):
-    """A proposed fourth breakpoint, on the newest pruned turn (the pruning *frontier*).
-
-    A pruning batch rewrites the turns after the previous frontier. The cache entries
-    the moving breakpoints wrote since then all sit after that point, so without an
-    entry at the frontier itself the whole history is written again at 1.25x. With
-    one there, the next batch reads everything up to it. A no-op once `cache.py`
-    places such a breakpoint itself (the request then has one there, or four).
-    """
-
-    def build_request(self, state: RunState) -> dict[str, Any]:
-        request = super().build_request(state)
-        messages = list(request["messages"])
-        pruned = [
-            i
-            for i, m in enumerate(messages[:-1])
-            if isinstance(m["content"], list)
-            and any(b.get("type") == "tool_result" and is_stub(b.get("content")) for b in m["content"])
-        ]
-        if not self.cache or not pruned or count_breakpoints(request) >= 4:
-            return request
-        blocks = list(messages[pruned[-1]]["content"])
-        if any("cache_control" in b for b in blocks):
-            return request
-        blocks[-1] = {**blocks[-1], "cache_control": {"type": "ephemeral", "ttl": self.cache_ttl}}
-        messages[pruned[-1]] = {**messages[pruned[-1]], "content": blocks}
-        return {**request, "messages": messages}
-
-
 @dataclass
 class Outcome:
     name: str
@@ -307,14 +271,13 @@ class Outcome:
 
 
 def run_config(name: str, steps: int) -> Outcome:
-    options = {**CONFIGS, **WHAT_IF}[name]
-    kind = FrontierAgent if name in WHAT_IF else Agent
+    options = CONFIGS[name]
     clock = itertools.count(0.0, 6.0)  # six seconds per call: deterministic, well inside the 5m TTL
     with (
         tempfile.TemporaryDirectory() as tmp,
         MessagesSimulator(model(steps), summarizer=summarizer, clock=lambda: next(clock)) as sim,
     ):
-        agent = kind(
+        agent = Agent(
             llm=sim.llm(),
             model=MODEL,
             system=SYSTEM,
@@ -399,10 +362,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=80, help="model steps per run (default 80)")
     parser.add_argument("--only", nargs="*", choices=list(CONFIGS), help="run only these (naive always runs)")
-    parser.add_argument("--what-if", action="store_true", help="add the proposed frontier breakpoint")
     args = parser.parse_args(argv)
     names = ["naive", *[n for n in args.only if n != "naive"]] if args.only else list(CONFIGS)
-    names += list(WHAT_IF) if args.what_if else []
     print(tables(run_all(args.steps, names), args.steps))
 
 

@@ -33,11 +33,10 @@ import random
 import sys
 from typing import Any
 
-from agent import LLM, Agent, tool
+from agent import LLM, Agent, RunState, tool
 from agent.approval import TerminalApprover
 from agent.context.artifacts import find_pointer
 from agent.context.compressors.jsonish import dump_full
-from agent.loop import RunState
 from agent.registry import ToolOutcome
 from agent.testing.policies import call, latest_results
 from examples._runner import Example, main

@@ -254,3 +254,19 @@ def test_the_refund_example_slims_reads_back_and_refunds(
     assert sizes is not None
     raw, sent = (int(n.replace(",", "")) for n in sizes.groups())
     assert raw > 10 * sent, f"search_orders: {raw} raw vs {sent} sent tokens"
+
+
+def test_diet_false_sends_results_whole_and_keeps_no_artifacts(tmp_path: Path) -> None:
+    @tool
+    def dump() -> str:
+        """A big result."""
+        return BIG_TEXT
+
+    llm = ScriptedLLM([reply(tool_use("dump", {}, id="d1")), reply("ok")])
+    Agent(llm=llm, tools=[dump], artifacts_dir=tmp_path, diet=False).run("go")
+    [result] = [b for b in llm.requests[1]["messages"][-1]["content"] if b["type"] == "tool_result"]
+    assert result["content"] == BIG_TEXT
+    assert [t["name"] for t in llm.requests[0]["tools"]] == ["dump"]
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(ValueError, match="compress_threshold"):
+        Agent(llm=llm, compress_threshold=50)

@@ -82,9 +82,10 @@ def _pruning_frontier(messages: Sequence[Mapping[str, Any]]) -> int | None:
     """Index of the newest user turn whose tool results include a pruned stub."""
     for index in range(len(messages) - 1, -1, -1):
         content = messages[index].get("content")
-        if messages[index].get("role") == "user" and isinstance(content, list):
-            if any(b.get("type") == "tool_result" and is_stub(b.get("content")) for b in content):
-                return index
+        if messages[index].get("role") != "user" or not isinstance(content, list):
+            continue
+        if any(b.get("type") == "tool_result" and is_stub(b.get("content")) for b in content):
+            return index
     return None
 
 

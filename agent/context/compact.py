@@ -37,7 +37,7 @@ from typing import Any
 from anthropic.types import Message
 
 from agent.context.prune import PointerFor, Protected, call_signature, content_text, prune
-from agent.llm import LLM
+from agent.errors import BudgetExceeded
 from agent.memory import MEMORY_NOTE_PREFIX
 from agent.messages import Msg, blocks, tool_names_by_id
 
@@ -49,7 +49,6 @@ __all__ = [
     "fit_context",
     "original_request",
     "pending_tool_use",
-    "summarizer",
     "summary_request",
     "summary_text",
     "transcript",
@@ -240,27 +239,6 @@ def summary_text(response: Message) -> str:
     return "".join(b.text for b in response.content if b.type == "text").strip()
 
 
-def summarizer(
-    llm: LLM,
-    *,
-    model: str,
-    max_tokens: int,
-    prompt: str | None = None,
-    record: Callable[[Message], None] = lambda response: None,
-) -> Callable[[str], str]:
-    """`summarize(transcript) -> text` through `llm`, one tool-less call; `record` gets
-    every response (so the run's usage counts what the summaries cost)."""
-
-    def summarize(text: str) -> str:
-        response = llm.create(
-            summary_request(text, model=model, max_tokens=max_tokens, prompt=prompt or SUMMARY_PROMPT)
-        )
-        record(response)
-        return summary_text(response)
-
-    return summarize
-
-
 # -- putting it together ---------------------------------------------------------------
 
 
@@ -289,6 +267,8 @@ def compact(
     try:
         summary = summarize(transcript(head)).strip()
         failure = "" if summary else "the summarizer returned no text"
+    except BudgetExceeded:
+        raise  # a budget stops the run; it is not a summarizer failure to work around
     except Exception as error:
         summary, failure = "", f"the summarizer failed: {type(error).__name__}: {error}"
     if failure:

@@ -31,8 +31,8 @@ from agent.context.slim import slim
 
 if TYPE_CHECKING:
     from agent.config import AgentConfig
-    from agent.loop import RunState
     from agent.registry import ToolOutcome, ToolRegistry
+    from agent.state import RunState
 
 __all__ = ["DietPolicy", "policy_for", "register_read_artifact", "render", "render_outcome", "store_for"]
 
@@ -113,7 +113,7 @@ def render(
 
 def store_for(config: AgentConfig, state: RunState) -> ArtifactStore | None:
     """This run's artifact store (created on first use), or None when artifacts are off."""
-    if config.artifacts_dir is None:
+    if not config.diet or config.artifacts_dir is None:
         return None
     if state.artifacts is None:
         state.artifacts = ArtifactStore.for_run(
@@ -128,6 +128,8 @@ def store_for(config: AgentConfig, state: RunState) -> ArtifactStore | None:
 def render_outcome(config: AgentConfig, outcome: ToolOutcome, state: RunState) -> str:
     """Store the full result (when non-trivial), then render it with the tool's policy."""
     full, is_json = dump_full(outcome.value)
+    if not config.diet:
+        return full or "(empty)"
     pointer = None
     store = store_for(config, state)
     if store is not None and len(full) >= config.artifact_min_chars:
@@ -146,9 +148,9 @@ def render_outcome(config: AgentConfig, outcome: ToolOutcome, state: RunState) -
     )
 
 
-def register_read_artifact(registry: ToolRegistry, artifacts_dir: Any) -> None:
+def register_read_artifact(registry: ToolRegistry, artifacts_dir: Any, diet: bool = True) -> None:
     """Give the model `read_artifact` when artifacts are on (unless a tool of that name exists)."""
-    if artifacts_dir is None or "read_artifact" in registry:
+    if not diet or artifacts_dir is None or "read_artifact" in registry:
         return
     from tools.read_artifact import make_read_artifact  # tools depends on agent, not the reverse
 

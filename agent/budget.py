@@ -1,0 +1,49 @@
+"""Budgets checked *before* a call, so a run never overshoots by more than one step.
+
+What was billed so far is exact; what is about to be sent is estimated (chars/4,
+calibrated against billed usage). A call is refused when the two together would
+pass a budget, so the only overshoot left is the last call's output and the
+estimate's error. Dollars assume the worst input price the request could be billed
+at (a cache write when caching is on), never a hoped-for cache read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from agent.errors import CostBudgetExceeded, TokenBudgetExceeded
+from agent.messages import final_text
+from agent.usage import price_for
+
+if TYPE_CHECKING:
+    from agent.config import AgentConfig
+    from agent.state import RunState
+
+__all__ = ["check_budgets"]
+
+
+def check_budgets(config: AgentConfig, request: Mapping[str, Any], state: RunState) -> None:
+    """Raise `TokenBudgetExceeded` / `CostBudgetExceeded` if `request` would break a budget."""
+    if config.max_input_tokens is None and config.max_cost_usd is None:
+        return
+    coming = state.calibration.estimate(request)
+    spent = state.usage.prompt
+    if config.max_input_tokens is not None and spent + coming > config.max_input_tokens:
+        raise TokenBudgetExceeded(
+            f"next call (~{coming:,} tokens) would take the run past max_input_tokens="
+            f"{config.max_input_tokens:,} ({spent:,} used)",
+            state.result(final_text(state.messages), "max_input_tokens"),
+        )
+    price = price_for(config.model, config.prices)
+    if config.max_cost_usd is None or price is None:
+        return
+    write = price.cache_write_1h if config.cache_ttl == "1h" else price.cache_write_5m
+    worst = max(price.input, write) if config.cache else price.input
+    so_far = state.usage.cost_usd or 0.0
+    if so_far + coming * worst / 1e6 > config.max_cost_usd:
+        raise CostBudgetExceeded(
+            f"next call (~${coming * worst / 1e6:.4f}) would take the run past "
+            f"max_cost_usd={config.max_cost_usd} (${so_far:.4f} spent)",
+            state.result(final_text(state.messages), "max_cost_usd"),
+        )
