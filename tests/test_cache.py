@@ -160,3 +160,23 @@ def test_a_fourth_breakpoint_holds_the_pruning_frontier() -> None:
             assert "cache_control" in request["messages"][stub_turns[-1]]["content"][-1]
             assert count_breakpoints(request) == 4
     assert pruned_requests >= 3
+
+
+def test_guard_tolerates_one_history_rewrite_but_warns_on_rewrites_in_a_row() -> None:
+    guard = PrefixGuard()
+    text = [{"type": "text", "text": "x" * 4000, "cache_control": {"type": "ephemeral"}}]
+
+    def request(first: str, n: int) -> dict[str, Any]:
+        turns = [{"role": "user", "content": first}] + [
+            {"role": "user", "content": f"t{i}"} for i in range(n)
+        ]
+        return {"model": "claude-opus-5", "system": text, "messages": turns}
+
+    usage = [Usage(step, "claude-opus-5", None, 10, 0, 0, 5, None) for step in range(1, 6)]
+    guard.observe(request("q", 1), usage[0])
+    guard.observe(request("q", 2), usage[1])  # plain step, but nothing read: warned
+    assert len(guard.warnings) == 1
+    guard.observe(request("pruned", 3), usage[2])  # one rewrite explains the miss
+    assert len(guard.warnings) == 1
+    guard.observe(request("pruned again", 4), usage[3])  # a rewrite every step is the bug
+    assert len(guard.warnings) == 2 and "history rewritten from message 0" in guard.warnings[-1]

@@ -5,7 +5,9 @@ a history rewritten every step, and cache reads just stay at 0. After every call
 the guard compares the request with the previous one, level by level in render
 order (tools → system → effort and tool settings → history), logs what changed,
 and warns when reads are still 0 after step 2 although the cached prefix is long
-enough for the model to cache it.
+enough for the model to cache it. A history rewritten by one pruning batch or one
+compaction explains a miss and is only logged; rewritten at two steps in a row, it
+is the classic bug (a history rebuilt every step) and gets the warning.
 """
 
 from __future__ import annotations
@@ -56,6 +58,9 @@ class PrefixGuard:
 
     def observe(self, request: Mapping[str, Any], usage: Usage) -> None:
         reasons = prefix_changes(self.previous, request) if self.previous is not None else []
+        rewrites_in_a_row = (
+            self._history_only(reasons) and bool(self.changes) and (self.changes[-1][0] == usage.step - 1)
+        )
         if reasons:
             self.changes.append((usage.step, reasons))
             log.info("[step %d] cache prefix changed: %s", usage.step, ", ".join(reasons))
@@ -69,6 +74,13 @@ class PrefixGuard:
                 f"[step {usage.step}] cache read 0 although ~{cacheable:,} tokens were sent before "
                 f"(minimum {minimum:,} for {usage.model}): {why}"
             )
-            self.warnings.append(message)
-            log.warning(message)
+            if self._history_only(reasons) and not rewrites_in_a_row:
+                log.info(message)  # a pruning batch or a compaction: expected, and rare
+            else:
+                self.warnings.append(message)
+                log.warning(message)
         self.previous = dict(request)
+
+    @staticmethod
+    def _history_only(reasons: list[str]) -> bool:
+        return bool(reasons) and all(r.startswith("history rewritten") for r in reasons)
