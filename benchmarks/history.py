@@ -157,9 +157,11 @@ def main() -> None:
     print(f"### History economics: {STEPS} steps, caching on, claude-opus-5\n")
     print("| run | rejected | summaries | largest prompt | all prompts | cache read | cache write | $ |")
     print("|---|--:|--:|--:|--:|--:|--:|--:|")
+    growth: dict[str, list[int]] = {}
     for name, options in CONFIGS.items():
         with simulators() as make:
             run = run_scenario(make, **options)
+            growth[name] = [u.prompt for u in run.result.usage.steps if u.purpose == "step"]
             rejected = sum(1 for body in run.sim.requests if validate_request(body))
             usage = run.result.usage
             summaries = sum(1 for u in usage.steps if u.purpose == "summary")
@@ -167,6 +169,12 @@ def main() -> None:
                 f"| {name} | {rejected} | {summaries} | {max(run.prompts):,} | {usage.prompt:,} | "
                 f"{usage.cache_read:,} | {usage.cache_write:,} | {usage.cost_usd or 0:.2f} |"
             )
+    marks = [1, 10, 20, 30, 40, 50, 60]
+    print("\nPrompt tokens of the step's request:\n")
+    print("| run | " + " | ".join(f"step {m}" for m in marks) + " |")
+    print("|---|" + "--:|" * len(marks))
+    for name, prompts in growth.items():
+        print(f"| {name} | " + " | ".join(f"{prompts[m - 1]:,}" for m in marks) + " |")
 
 
 if __name__ == "__main__":
