@@ -9,7 +9,8 @@ same id in the message right before it.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Sequence
+import json
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from anthropic.types import Message
@@ -19,6 +20,7 @@ from agent.registry import ToolCall
 __all__ = [
     "assistant_message",
     "blocks",
+    "content_text",
     "deep_copy",
     "final_text",
     "iter_tool_results",
@@ -28,6 +30,7 @@ __all__ = [
     "tool_names_by_id",
     "tool_result_block",
     "user_message",
+    "visible_text",
 ]
 
 Msg = dict[str, Any]
@@ -116,3 +119,30 @@ def stop_detail(stop_reason: str | None) -> str | None:
         "refusal": "the model refused to continue",
         "model_context_window_exceeded": "the prompt filled the model's context window",
     }.get(stop_reason or "")
+
+
+def content_text(content: Any) -> str:
+    """The text of a tool_result's content (a string or a list of blocks)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    parts = []
+    for block in content if isinstance(content, list) else []:
+        if isinstance(block, Mapping) and block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+        elif isinstance(block, Mapping):
+            parts.append(json.dumps(block, ensure_ascii=False, default=str))
+    return "\n".join(parts)
+
+
+def visible_text(messages: Sequence[Msg]) -> str:
+    """Everything the model reads in a history: every text block and every result's text."""
+    parts = []
+    for message in messages:
+        for block in blocks(message):
+            if block.get("type") == "text":
+                parts.append(block["text"])
+            elif block.get("type") == "tool_result":
+                parts.append(content_text(block.get("content")))
+    return "\n".join(parts)

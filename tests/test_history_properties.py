@@ -23,10 +23,10 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from agent.context.compact import compact, fit_context, original_request
-from agent.context.prune import content_text, is_stub, prune, tool_result_turns
+from agent.context.prune import is_stub, prune, tool_result_turns
 from agent.context.tokens import estimate_tokens
 from agent.memory import Memory, with_memory_note
-from agent.messages import Msg, blocks
+from agent.messages import Msg, blocks, content_text, visible_text
 from agent.testing import validate_request
 
 EXAMPLES = int(os.environ.get("AGENT_PROPERTY_EXAMPLES", "2000"))
@@ -115,18 +115,6 @@ def body(messages: list[Msg]) -> dict[str, Any]:
     return {"model": "claude-opus-5", "max_tokens": 64, "messages": messages}
 
 
-def visible(messages: list[Msg]) -> str:
-    """Everything the model would read: every text block and every result's text."""
-    parts = []
-    for message in messages:
-        for block in blocks(message):
-            if block.get("type") == "text":
-                parts.append(block["text"])
-            elif block.get("type") == "tool_result":
-                parts.append(content_text(block.get("content")))
-    return "\n".join(parts)
-
-
 def irreversible_results(messages: list[Msg]) -> list[str]:
     names = {b["id"]: b["name"] for m in messages for b in blocks(m) if b.get("type") == "tool_use"}
     return [
@@ -189,8 +177,8 @@ def test_compaction_keeps_requests_valid_the_request_and_irreversible_results(
     assert messages == before
     assert validate_request(body(new)) == []
     assert original_request(new) == original_request(messages)
-    assert original_request(messages) in visible(new[:1])
-    text = visible(new)
+    assert original_request(messages) in visible_text(new[:1])
+    text = visible_text(new)
     for result in irreversible_results(messages):
         assert result in text
     if outcome.outcome == "compacted":
@@ -234,7 +222,7 @@ def test_repeated_steps_of_prune_compact_and_memory_note_stay_valid(
         assert history == frozen
         assert validate_request(body(sent)) == []
         assert original_request(sent) == request
-        text = visible(sent)
+        text = visible_text(sent)
         assert all(result in text for result in seen_irreversible)
         if sent[-1]["role"] == "user":
             assert "order_id" in text

@@ -13,21 +13,9 @@ from typing import Any
 
 import pytest
 
-from agent.context.prune import content_text
-from agent.messages import Msg, blocks
+from agent.messages import blocks, content_text, visible_text
 from agent.testing.simulator import MessagesSimulator
 from benchmarks.history import BROKEN_PAGE_STEP, REFUND_STEPS, REQUEST, STEPS, run_scenario
-
-
-def visible(messages: list[Msg]) -> str:
-    parts = []
-    for message in messages:
-        for block in blocks(message):
-            if block.get("type") == "text":
-                parts.append(block["text"])
-            elif block.get("type") == "tool_result":
-                parts.append(content_text(block.get("content")))
-    return "\n".join(parts)
 
 
 def irreversible_results(requests: list[dict[str, Any]]) -> list[str]:
@@ -58,12 +46,14 @@ def test_sixty_steps_stay_valid_bounded_and_remember_what_matters(
     assert max(run.prompts) <= 1.2 * LIMIT
     refunds = irreversible_results(run.steps)
     assert len(refunds) == len(REFUND_STEPS)
-    last = visible(run.steps[-1]["messages"])
+    last = visible_text(run.steps[-1]["messages"])
     assert REQUEST in last
     for result in refunds:
         assert result in last
     assert "customer" in last  # the memory key is still shown
-    assert "page must be >= 1" in visible(run.steps[BROKEN_PAGE_STEP]["messages"])  # errors reach the model
+    assert "page must be >= 1" in visible_text(
+        run.steps[BROKEN_PAGE_STEP]["messages"]
+    )  # errors reach the model
     purposes = [u.purpose for u in run.result.steps]
     assert purposes.count("summary") == len(summaries) and purposes.count("step") == STEPS
 

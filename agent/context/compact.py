@@ -36,10 +36,10 @@ from typing import Any
 
 from anthropic.types import Message
 
-from agent.context.prune import PointerFor, Protected, call_signature, content_text, prune
+from agent.context.prune import PointerFor, Protected, call_signature, prune
 from agent.errors import BudgetExceeded
 from agent.memory import MEMORY_NOTE_PREFIX
-from agent.messages import Msg, blocks, tool_names_by_id
+from agent.messages import Msg, blocks, content_text, tool_names_by_id
 
 __all__ = [
     "SUMMARY_PROMPT",

@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agent.context.artifacts import ArtifactStore, find_pointer, marker
-from agent.messages import Msg, blocks, tool_names_by_id
+from agent.messages import Msg, blocks, content_text, tool_names_by_id
 from agent.registry import ToolRegistry
 
 __all__ = [
@@ -101,21 +101,6 @@ def tool_result_turns(messages: Sequence[Msg]) -> list[int]:
         for i, m in enumerate(messages)
         if m.get("role") == "user" and any(b.get("type") == "tool_result" for b in blocks(m))
     ]
-
-
-def content_text(content: Any) -> str:
-    """The text of a tool_result's content (a string or a list of blocks)."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    parts = []
-    for block in content if isinstance(content, list) else []:
-        if isinstance(block, Mapping) and block.get("type") == "text":
-            parts.append(str(block.get("text", "")))
-        elif isinstance(block, Mapping):
-            parts.append(json.dumps(block, ensure_ascii=False, default=str))
-    return "\n".join(parts)
 
 
 def is_stub(content: Any) -> bool:

@@ -36,6 +36,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.context.cache import MIN_CACHEABLE_TOKENS
+
 __all__ = [
     "LOOKBACK_BLOCKS",
     "MIN_CACHEABLE_TOKENS",
@@ -51,17 +53,6 @@ __all__ = [
 
 LOOKBACK_BLOCKS = 20
 TTL_SECONDS: Mapping[str, float] = {"5m": 300.0, "1h": 3600.0}
-MIN_CACHEABLE_TOKENS: Mapping[str, int] = {
-    "claude-opus-5": 512,
-    "claude-sonnet-5": 1024,
-    "claude-sonnet-4-6": 1024,
-    "claude-sonnet-4-5": 1024,
-    "claude-opus-4-8": 1024,
-    "claude-opus-4-7": 2048,
-    "claude-opus-4-6": 4096,
-    "claude-opus-4-5": 4096,
-    "claude-haiku-4-5": 4096,
-}
 _DATED = re.compile(r"-\d{8}$")
 
 
