@@ -100,7 +100,8 @@ class Agent(AgentConfig):
         def finish_turn_then_loop(state: RunState) -> RunResult:
             if saved.pending:  # it died mid-turn: complete that turn before the next model call
                 outcomes = self.run_tools(saved.pending, state)
-                self.append(state, pending_turn(saved.pending), self.results_turn(outcomes, state))
+                turn = saved.pending_reply or pending_turn(saved.pending)
+                self.append(state, turn, self.results_turn(outcomes, state))
             return self.loop(state)
 
         return session.record_run(finish_turn_then_loop, state)
@@ -120,8 +121,10 @@ class Agent(AgentConfig):
             response = self.call_model(request, state)
 
             if response.stop_reason == "tool_use":
+                turn = assistant_message(response)
+                state.session.record_reply(state, turn)
                 outcomes = self.run_tools(tool_calls(response), state)
-                self.append(state, assistant_message(response), self.results_turn(outcomes, state))
+                self.append(state, turn, self.results_turn(outcomes, state))
             elif response.stop_reason == "pause_turn":
                 self.append(state, assistant_message(response))  # sent back as-is to continue
             else:  # a final answer, or a turn cut off (max_tokens, refusal): its tool calls never run

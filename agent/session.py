@@ -4,6 +4,7 @@ A session is a JSONL file with one event per line, appended (flushed and fsynced
 the moment something happens:
 
     start     the run's id, model and first history
+    reply     the assistant turn that asked for tools (text, thinking and calls), as received
     calls     the tool calls the model just asked for (before any of them runs)
     approval  a person's (or the allow list's) verdict on a gated call
     started   a gated call is about to run (written BEFORE it runs)
@@ -116,6 +117,8 @@ class Replay:
     """The committed history, after the last compaction snapshot."""
     pending: list[ToolCall] = field(default_factory=list)
     """Calls of a turn whose results were never committed (the run died mid-turn)."""
+    pending_reply: Msg | None = None
+    """That turn's assistant message as the model sent it, when it was recorded."""
     usage: list[Usage] = field(default_factory=list)
     calibration: dict[str, Any] = field(default_factory=dict)
     """The token-estimate calibration as of the last model call (ratio, samples)."""
@@ -173,7 +176,9 @@ def read_session(path: str | Path) -> Replay:
 
 def _fold(replay: Replay, event: Mapping[str, Any]) -> None:
     kind = event["event"]
-    if kind == "calls":
+    if kind == "reply":
+        replay.pending_reply = event["message"]
+    elif kind == "calls":
         replay.pending = [ToolCall(c["id"], c["name"], c["input"]) for c in event["calls"]]
     elif kind == "approval":
         replay.approvals[event["id"]] = True if event["approved"] else event["reason"]
@@ -193,7 +198,7 @@ def _fold(replay: Replay, event: Mapping[str, Any]) -> None:
         replay.messages = [changed[str(i)] if str(i) in changed else old[i] for i in range(event["length"])]
     elif kind == "turn":
         replay.messages = [*replay.messages, *event["messages"]]
-        replay.pending = []
+        replay.pending, replay.pending_reply = [], None
     elif kind == "end":
         replay.stop_reason = event["stop_reason"]
 
@@ -296,6 +301,12 @@ class Session:
             self._file.flush()
             if self.fsync:
                 os.fsync(self._file.fileno())
+
+    def record_reply(self, state: RunState, message: Msg) -> None:
+        """The assistant turn that asked for tools, before any of them runs (so a resume
+        sends it back whole, text and thinking included, not rebuilt from the calls)."""
+        self.record_usage(state)
+        self.write({"event": "reply", "message": message})
 
     def record_calls(self, calls: Sequence[ToolCall]) -> None:
         self.write(

@@ -90,9 +90,9 @@ def test_session_records_each_event_as_it_happens_and_replays_to_the_same_histor
     kinds = [e["event"] for e in events(path)]
     assert kinds == [
         "start",
-        *("usage", "calls", "result", "turn"),  # step 1: a lookup
-        *("usage", "calls", "approval", "started", "result", "turn"),  # step 2: the refund
-        *("usage", "calls", "result", "result", "turn"),  # step 3: two lookups in parallel
+        *("usage", "reply", "calls", "result", "turn"),  # step 1: a lookup
+        *("usage", "reply", "calls", "approval", "started", "result", "turn"),  # step 2: the refund
+        *("usage", "reply", "calls", "result", "result", "turn"),  # step 3: two lookups in parallel
         *("usage", "turn"),  # step 4: the answer
         "end",
     ]
@@ -128,7 +128,7 @@ def test_the_started_marker_is_on_disk_before_an_irreversible_tool_runs(tmp_path
 
     llm = ScriptedLLM([reply(tool_use("request_refund", {"order_id": "A1"}, id="r1")), reply("ok")])
     Agent(llm=llm, tools=[request_refund], allow=["request_refund"]).run("go", session=path)
-    assert seen_on_disk == [["start", "usage", "calls", "approval", "started"]]
+    assert seen_on_disk == [["start", "usage", "reply", "calls", "approval", "started"]]
 
 
 def test_the_api_key_is_never_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -195,6 +195,8 @@ def test_a_crash_at_any_record_resumes_to_a_valid_finished_run_without_repeats(t
         assert all(validate_request(r) == [] for r in llm.requests), keep
         tool_pairs_ok(result.messages)
         assert result.text == "Done: A1 is refunded.", keep
+        said = [b.get("text") for m in result.messages if m["role"] == "assistant" for b in m["content"]]
+        assert "Refunding." in said, keep  # the interrupted turn comes back whole, text included
         answers = {
             b["tool_use_id"]: b for m in result.messages for b in m["content"] if b["type"] == "tool_result"
         }
