@@ -302,11 +302,12 @@ class Session:
             if self.fsync:
                 os.fsync(self._file.fileno())
 
-    def record_reply(self, state: RunState, message: Msg) -> None:
+    def record_reply(self, state: RunState, message: Msg | None) -> None:
         """The assistant turn that asked for tools, before any of them runs (so a resume
         sends it back whole, text and thinking included, not rebuilt from the calls)."""
         self.record_usage(state)
-        self.write({"event": "reply", "message": message})
+        if message is not None:
+            self.write({"event": "reply", "message": message})
 
     def record_calls(self, calls: Sequence[ToolCall]) -> None:
         self.write(
