@@ -9,7 +9,6 @@ them. Every request is kept (deep-copied, as sent) in `requests` for assertions.
 from __future__ import annotations
 
 import copy
-import itertools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeAlias
 
@@ -21,16 +20,14 @@ __all__ = ["ScriptedLLM", "reply", "text", "tool_use"]
 
 Scripted: TypeAlias = Message | Mapping[str, Any] | Callable[[Mapping[str, Any]], Any]
 
-_ids = itertools.count(1)
-
-
 def text(value: str) -> dict[str, Any]:
     return {"type": "text", "text": value}
 
 
 def tool_use(name: str, input: Mapping[str, Any] | None = None, id: str | None = None) -> dict[str, Any]:
-    block_id = id or f"toolu_{next(_ids):04d}"
-    return {"type": "tool_use", "id": block_id, "name": name, "input": dict(input or {})}
+    """A tool call; without `id`, the model that sends it names it (as the API does)."""
+    block: dict[str, Any] = {"type": "tool_use", "name": name, "input": dict(input or {})}
+    return {**block, "id": id} if id is not None else block
 
 
 def reply(*content: dict[str, Any] | str, stop_reason: str | None = None, **usage: int) -> dict[str, Any]:
@@ -59,6 +56,10 @@ class ScriptedLLM:
         if isinstance(entry, Message):
             return entry
         body = dict(entry)
+        body["content"] = [
+            {"id": f"toolu_{len(self.requests):04d}_{i}", **b} if b["type"] == "tool_use" else b
+            for i, b in enumerate(body["content"])
+        ]
         usage = {
             "input_tokens": estimate_tokens(request),
             "output_tokens": estimate_tokens(body["content"]),
