@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 from collections.abc import Callable, Collection, Sequence
 from typing import TextIO
 
@@ -121,7 +120,7 @@ def run_guarded(
     def finished(outcome: ToolOutcome) -> None:
         session.record_result(outcome, took_effect=_took_effect(outcome))
 
-    ran = _run_each(registry, [call for _, call in to_run], finished)
+    ran = registry.run_all([call for _, call in to_run], on_done=finished)
     settled.update((i, outcome) for (i, _), outcome in zip(to_run, ran, strict=True))
     return [settled[i] for i in range(len(calls))]
 
@@ -179,29 +178,3 @@ def _took_effect(outcome: ToolOutcome) -> bool:
     if outcome.tool is None or not outcome.tool.irreversible:
         return False
     return not outcome.is_error or str(outcome.value).startswith(("timeout:", "outcome unknown:"))
-
-
-def _run_each(
-    registry: ToolRegistry, calls: Sequence[ToolCall], finished: Callable[[ToolOutcome], None]
-) -> list[ToolOutcome]:
-    """`registry.run_all`, except that each outcome is recorded the moment its call ends,
-    so a crash while a slow call is still running loses none of the finished ones."""
-    slots: list[ToolOutcome | None] = [None] * len(calls)
-    failures: list[BaseException] = []
-
-    def work(i: int, call: ToolCall) -> None:
-        try:
-            outcome = registry.run_all([call])[0]
-            finished(outcome)
-            slots[i] = outcome
-        except BaseException as error:  # e.g. the disk is full: the main thread re-raises
-            failures.append(error)
-
-    threads = [threading.Thread(target=work, args=item, daemon=True) for item in enumerate(calls)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if failures:
-        raise failures[0]
-    return [slot for slot in slots if slot is not None]

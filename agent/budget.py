@@ -35,12 +35,12 @@ def check_budgets(config: AgentConfig, request: Mapping[str, Any], state: RunSta
             f"{config.max_input_tokens:,} ({spent:,} used)",
             state.result(final_text(state.messages), "max_input_tokens"),
         )
-    price = price_for(config.model, config.prices)
+    price = price_for(str(request.get("model", config.model)), config.prices)
     if config.max_cost_usd is None or price is None:
         return
     write = price.cache_write_1h if config.cache_ttl == "1h" else price.cache_write_5m
     worst = max(price.input, write) if config.cache else price.input
-    so_far = state.usage.cost_usd or 0.0
+    so_far = sum(step.cost_usd or 0.0 for step in state.usage.steps)  # an unpriced step adds 0
     if so_far + coming * worst / 1e6 > config.max_cost_usd:
         raise CostBudgetExceeded(
             f"next call (~${coming * worst / 1e6:.4f}) would take the run past "

@@ -29,7 +29,7 @@ from typing_extensions import Unpack
 from agent.approval import run_guarded
 from agent.budget import check_budgets
 from agent.config import AgentConfig, AgentOptions, check_effort
-from agent.context.cache import mark_breakpoints
+from agent.context.cache import mark_breakpoints, strip_cache_control
 from agent.context.diet import register_read_artifact, render_outcome
 from agent.context.history import shrink_history
 from agent.context.tokens import Calibration, estimate_tokens
@@ -38,6 +38,7 @@ from agent.llm import LLM, AnthropicLLM
 from agent.messages import (
     Msg,
     assistant_message,
+    blocks,
     deep_copy,
     final_text,
     stop_detail,
@@ -59,8 +60,9 @@ class Agent(AgentConfig):
 
     def __init__(self, **options: Unpack[AgentOptions]) -> None:
         super().__init__(**options)
-        if self.max_cost_usd is not None and price_for(self.model, self.prices) is None:
-            raise ValueError(f"max_cost_usd needs a price for {self.model!r}: pass prices=")
+        for model in {self.model, self.summarizer_model or self.model}:
+            if self.max_cost_usd is not None and price_for(model, self.prices) is None:
+                raise ValueError(f"max_cost_usd needs a price for {model!r}: pass prices=")
         self.registry = ToolRegistry(self.tools, default_timeout=self.tool_timeout)
         register_read_artifact(self.registry, self.artifacts_dir, self.diet)
         self.llm: LLM = self.llm or AnthropicLLM()
@@ -75,7 +77,10 @@ class Agent(AgentConfig):
         With `session=path` every turn, approval and tool result is appended to that JSONL
         file as it happens, so `resume(path)` can continue the run after a crash.
         """
-        state = RunState(messages=[*deep_copy(history), user_message(prompt)])
+        if not prompt.strip():
+            raise ValueError("prompt must not be empty (the API rejects empty text blocks)")
+        earlier = [{"role": m["role"], "content": blocks(m)} for m in strip_cache_control(deep_copy(history))]
+        state = RunState(messages=[*earlier, user_message(prompt)], prompt=prompt)
         if session is not None:
             state.session = Session.create(
                 session, run_id=state.run_id, model=self.model, messages=state.messages
@@ -92,7 +97,7 @@ class Agent(AgentConfig):
         session, saved = Session.reopen(path)
         step = max((u.step for u in saved.usage), default=0)
         state = RunState(saved.messages, RunUsage(saved.usage), Calibration(**saved.calibration), step)
-        state.run_id, state.session = saved.run_id, session
+        state.run_id, state.session, state.prompt = saved.run_id, session, saved.prompt
         if saved.stop_reason is not None:  # it had finished: nothing to do
             session.close()
             return state.result(final_text(state.messages), saved.stop_reason)
@@ -120,16 +125,17 @@ class Agent(AgentConfig):
             self.check_budgets(request, state)
             response = self.call_model(request, state)
 
-            if response.stop_reason == "tool_use":
+            calls = tool_calls(response)
+            if response.stop_reason == "tool_use" and calls:
                 turn = assistant_message(response)
                 state.session.record_reply(state, turn)
-                outcomes = self.run_tools(tool_calls(response), state)
+                outcomes = self.run_tools(calls, state)
                 self.append(state, turn, self.results_turn(outcomes, state))
             elif response.stop_reason == "pause_turn":
                 self.append(state, assistant_message(response))  # sent back as-is to continue
-            else:  # a final answer, or a turn cut off (max_tokens, refusal): its tool calls never run
-                cut_off = response.stop_reason not in ("end_turn", "stop_sequence")
-                self.append(state, assistant_message(response, drop_tool_uses=cut_off))
+            else:  # a final answer, or a turn cut off (max_tokens, refusal): no tool call runs now,
+                # and none is kept unanswered, so `result.messages` stays valid to continue from
+                self.append(state, assistant_message(response, drop_tool_uses=True))
                 stop = response.stop_reason or "end_turn"
                 return state.result(text_of(response), stop, stop_detail(stop))
 
@@ -181,6 +187,7 @@ class Agent(AgentConfig):
             effort=request.get("output_config", {}).get("effort"),
             latency_s=time.monotonic() - started,
             prices=self.prices,
+            model=request["model"],
         )
         state.usage.add(record, Path(self.usage_log) if self.usage_log else None)
         state.calibration.observe(estimate_tokens(request), record.prompt)

@@ -205,29 +205,32 @@ class ToolRegistry:
         """Tool declarations sorted by name: the cache-friendly, byte-stable order."""
         return [t.declaration() for t in self]
 
-    def run_all(self, calls: Sequence[ToolCall]) -> list[ToolOutcome]:
+    def run_all(
+        self, calls: Sequence[ToolCall], on_done: Callable[[ToolOutcome], None] | None = None
+    ) -> list[ToolOutcome]:
         """Run every call at once (one daemon thread each); outcomes in call order.
 
-        Daemon threads rather than a pool: a tool that hangs past its timeout is
-        abandoned with an error result and cannot keep the process alive on exit.
+        `on_done(outcome)` runs the moment each call ends (in its thread), so a caller can
+        make each result durable while slower calls are still running; an exception it
+        raises (a full disk, say) is re-raised here. Daemon threads rather than a pool: a
+        tool that hangs past its timeout is abandoned with an error result and cannot keep
+        the process alive on exit.
         """
         started = time.monotonic()
-        futures = [self._start(call) for call in calls]
+        running = [_Running(call, self.get(call.name), on_done) for call in calls]
+        for item in running:
+            threading.Thread(
+                target=item.work, args=(self.run_one,), name=f"tool-{item.call.name}", daemon=True
+            ).start()
         outcomes = []
-        for call, (future, timeout) in zip(calls, futures, strict=True):
+        for item in running:
+            timeout = self._timeout_for(item.tool)
             remaining = None if timeout is None else max(0.0, started + timeout - time.monotonic())
             try:
-                outcomes.append(future.result(timeout=remaining))
+                outcomes.append(item.future.result(timeout=remaining))
             except FutureTimeout:
-                outcomes.append(
-                    ToolOutcome(
-                        call,
-                        f"timeout: {call.name} did not finish in {timeout:g}s",
-                        True,
-                        timeout or 0.0,
-                        self.get(call.name),
-                    )
-                )
+                late = f"timeout: {item.call.name} did not finish in {timeout:g}s"
+                outcomes.append(item.finish(ToolOutcome(item.call, late, True, timeout or 0.0, item.tool)))
         return outcomes
 
     def run_one(self, call: ToolCall) -> ToolOutcome:
@@ -257,14 +260,27 @@ class ToolRegistry:
             return tool_.timeout
         return self.default_timeout
 
-    def _start(self, call: ToolCall) -> tuple[Future[ToolOutcome], float | None]:
-        future: Future[ToolOutcome] = Future()
 
-        def work() -> None:
-            try:
-                future.set_result(self.run_one(call))
-            except BaseException as error:
-                future.set_result(ToolOutcome(call, f"{type(error).__name__}: {error}", True))
+class _Running:
+    """One call in flight: whichever ends it first (its thread, or the caller's timeout)
+    reports the outcome, exactly once."""
 
-        threading.Thread(target=work, name=f"tool-{call.name}", daemon=True).start()
-        return future, self._timeout_for(self.get(call.name))
+    def __init__(self, call: ToolCall, tool_: Tool | None, on_done: Callable[[ToolOutcome], None] | None):
+        self.call, self.tool, self.on_done = call, tool_, on_done
+        self.future: Future[ToolOutcome] = Future()
+        self._claimed = threading.Lock()
+
+    def finish(self, outcome: ToolOutcome) -> ToolOutcome:
+        if self._claimed.acquire(blocking=False) and self.on_done is not None:
+            self.on_done(outcome)
+        return outcome
+
+    def work(self, run_one: Callable[[ToolCall], ToolOutcome]) -> None:
+        try:
+            outcome = run_one(self.call)
+        except BaseException as error:  # SystemExit and friends: still just this call's failure
+            outcome = ToolOutcome(self.call, f"{type(error).__name__}: {error}", True, tool=self.tool)
+        try:
+            self.future.set_result(self.finish(outcome))
+        except BaseException as error:  # on_done failed: the caller re-raises it
+            self.future.set_exception(error)

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from agent.messages import Msg
+from agent.messages import Msg, blocks
 from agent.registry import ToolCall, ToolOutcome
 from agent.usage import Usage
 
@@ -131,6 +131,8 @@ class Replay:
     """Fingerprints of irreversible calls that took (or may have taken) effect → call id."""
     good_bytes: int = 0
     """Length of the file up to the end of its last complete record."""
+    prompt: str = ""
+    """The run's request: the text of the last message the run started with."""
 
 
 def read_session(path: str | Path) -> Replay:
@@ -163,7 +165,11 @@ def read_session(path: str | Path) -> Replay:
         raise SessionError(f"{path}: not a session file (no start record)")
     if events[0].get("v") != VERSION:
         raise SessionError(f"{path}: session format v{events[0].get('v')} is not supported (v{VERSION})")
-    replay = Replay(events[0]["run_id"], events[0]["model"], list(events[0]["messages"]), good_bytes=good)
+    first = list(events[0]["messages"])
+    replay = Replay(events[0]["run_id"], events[0]["model"], first, good_bytes=good)
+    replay.prompt = (
+        "\n\n".join(b["text"] for b in blocks(first[-1]) if b.get("type") == "text") if first else ""
+    )
     for event in events[1:]:
         _fold(replay, event)
     last = replay.messages[-1] if replay.messages else {}

@@ -52,6 +52,9 @@ class RunState:
     """Names this run's artifacts folder and session records."""
     session: Session = field(default_factory=Session)
     """The run's record: approvals, started and finished calls; also a JSONL file with `session=`."""
+    prompt: str = ""
+    """This run's request, verbatim: what a compaction summary must quote (with `history=`,
+    the history's first message is an older request)."""
     artifacts: ArtifactStore | None = None
     """Full tool results of this run (created on first use; see `agent.context.diet.store_for`)."""
 

@@ -97,12 +97,16 @@ class Usage:
         effort: str | None = None,
         latency_s: float = 0.0,
         prices: Mapping[str, Price] = PRICES,
+        model: str | None = None,
     ) -> Usage:
+        """The usage of `message`, priced as `model` (the id that was asked for) when given:
+        a compatible server may answer with another spelling of the same model."""
         u = message.usage
         write = u.cache_creation_input_tokens or 0
         write_1h = (u.cache_creation.ephemeral_1h_input_tokens or 0) if u.cache_creation else 0
         read = u.cache_read_input_tokens or 0
-        price = price_for(message.model, prices)
+        price = price_for(model, prices) if model else None
+        price = price or price_for(message.model, prices)
         cost = None
         if price is not None:
             cost = (

@@ -276,3 +276,20 @@ def test_terminal_approver_asks_and_reads_the_answer(answer: str, expected: bool
 
 def test_deny_by_default_says_how_to_allow() -> None:
     assert "allow=['request_refund']" in deny_by_default(CALL)
+
+
+def test_results_keep_call_order_when_a_denied_call_sits_between_calls_that_run() -> None:
+    agent, llm = agent_with(
+        [
+            reply(
+                tool_use("get_order", {"order_id": "A1"}, id="g1"),
+                refund_call(id="r1"),
+                tool_use("get_order", {"order_id": "B2"}, id="g2"),
+            ),
+            reply("ok"),
+        ]
+    )
+    agent.run("look and refund")
+    newest = llm.requests[1]["messages"][-1]["content"]
+    assert [b["tool_use_id"] for b in newest] == ["g1", "r1", "g2"]
+    assert newest[1]["content"].startswith("denied:") and refunds == []

@@ -151,6 +151,48 @@ def test_the_api_key_is_never_written(tmp_path: Path, monkeypatch: pytest.Monkey
     assert all(e["event"] for e in events(path))  # still valid JSON after redaction
 
 
+def test_a_key_of_any_shape_from_the_environment_is_never_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "proxy-token-" + "Kw4" * 10  # not shaped like an Anthropic key
+    monkeypatch.setenv("ANTHROPIC_API_KEY", secret)
+    llm = ScriptedLLM([reply(f"echo {secret}")])
+    path = tmp_path / "s.jsonl"
+    Agent(llm=llm, artifacts_dir=None).run(f"my token is {secret}", session=path)
+    written = path.read_text()
+    assert secret not in written and "[redacted]" in written
+
+
+def test_a_summary_is_recorded_as_soon_as_it_is_paid_for(tmp_path: Path) -> None:
+    @tool
+    def page(n: int) -> str:
+        """A page.
+
+        Args:
+            n: which.
+        """
+        return f"page {n} " + "words " * 400
+
+    path = tmp_path / "s.jsonl"
+    paid: list[int] = []  # summaries the model was paid for, at each main call
+    on_disk: list[int] = []  # summary usage records in the file, at each main call
+
+    def policy(request: dict[str, Any]) -> dict[str, Any]:
+        if "tools" not in request:
+            paid.append(1)
+            return reply("summary of the pages")
+        records = [e for e in events(path) if e["event"] == "usage" and e["usage"]["purpose"] == "summary"]
+        on_disk.append(len(records))
+        paid_so_far = len(paid)
+        assert len(records) == paid_so_far  # a crash now must not lose what the summaries cost
+        return reply(tool_use("page", {"n": len(on_disk)}))
+
+    agent = Agent(llm=ScriptedLLM([policy] * 40), tools=[page], max_context_tokens=2500, max_steps=8)
+    with pytest.raises(StepBudgetExceeded):
+        agent.run("read pages", session=path)
+    assert paid and max(on_disk) >= 1
+
+
 def test_an_existing_session_is_never_overwritten(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     story_agent()[0].run("Refund A1.", session=path)

@@ -251,8 +251,12 @@ def compact(
     irreversible: Protected,
     protected: Protected,
     pointer_for: PointerFor | None = None,
+    request: str | None = None,
 ) -> Compaction:
     """Fold the head of `messages` into a summary message; a new list, the input untouched.
+
+    `request` is the task the summary must quote verbatim; by default the history's first
+    request (a run continuing an earlier conversation passes its own prompt instead).
 
     `summarize(transcript) -> text` is the tool-less model call; if it raises or
     returns nothing, the history is pruned hard instead (every result but the
@@ -275,7 +279,8 @@ def compact(
         log.warning("compaction fell back to pruning: %s", failure)
         fallback = prune(messages, 1, batch=1, protected=protected, pointer_for=pointer_for or _no_pointer)
         return Compaction(fallback, "fallback", failure)
-    folded = summary_message(original_request(messages), carried_actions(head, irreversible), summary)
+    task = request if request is not None else original_request(messages)
+    folded = summary_message(task, carried_actions(head, irreversible), summary)
     log.info("compacted %d messages into a summary of %d chars", cut, len(summary))
     return Compaction([folded, *tail], "compacted", f"folded {cut} messages", cut)
 
@@ -292,6 +297,7 @@ def fit_context(
     protected: Protected,
     keep_recent: int = 0,
     pointer_for: PointerFor | None = None,
+    request: str | None = None,
 ) -> Compaction:
     """Keep the request under `limit * (1 - margin)` tokens, as `measure` counts them.
 
@@ -321,6 +327,7 @@ def fit_context(
         irreversible=irreversible,
         protected=protected,
         pointer_for=pointer_for,
+        request=request,
     )
     if (left := measure(done.messages)) > limit:
         log.warning(

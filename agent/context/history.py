@@ -58,6 +58,7 @@ def shrink_history(agent: Agent, state: RunState) -> list[Msg]:
             protected=protected,
             keep_recent=agent.keep_recent,
             pointer_for=pointer,
+            request=state.prompt or None,
         ).messages
     return with_memory_note(messages, agent.memory) if agent.memory is not None else messages
 
@@ -75,8 +76,9 @@ def _summarizer(agent: Agent, state: RunState) -> Callable[[str], str]:
         )
         check_budgets(agent, request, state)
         response = agent.llm.create(request)
-        usage = Usage.from_message(state.step, response, prices=agent.prices)
+        usage = Usage.from_message(state.step, response, prices=agent.prices, model=request["model"])
         state.usage.add(replace(usage, purpose="summary"), log_path)
+        state.session.record_usage(state)  # paid for: durable now, not at the next turn
         return summary_text(response)
 
     return summarize

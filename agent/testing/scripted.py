@@ -20,6 +20,7 @@ __all__ = ["ScriptedLLM", "reply", "text", "tool_use"]
 
 Scripted: TypeAlias = Message | Mapping[str, Any] | Callable[[Mapping[str, Any]], Any]
 
+
 def text(value: str) -> dict[str, Any]:
     return {"type": "text", "text": value}
 
