@@ -116,7 +116,8 @@ class AgentConfig:
     artifact_keep_runs: int = 20
     """Run folders kept under `artifacts_dir`; older ones go when a new run stores its first result."""
     cache: bool = True
-    """Place prompt-cache breakpoints (system prompt and newest message)."""
+    """Place prompt-cache breakpoints (system, previous request's end, pruning frontier,
+    newest message; see `agent.context.cache`). False sends no `cache_control` at all."""
     cache_ttl: str = "5m"
     """Cache lifetime, "5m" or "1h" (a 1h write costs 2x base input instead of 1.25x)."""
     summarizer_model: str | None = None

@@ -48,7 +48,8 @@ from agent.messages import (
     user_message,
 )
 from agent.registry import ToolCall, ToolOutcome, ToolRegistry
-from agent.session import Session, pending_turn
+from agent.replay import pending_turn
+from agent.session import Session
 from agent.state import RunResult, RunState
 from agent.usage import RunUsage, Usage, price_for
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from anthropic.types import Message
@@ -23,7 +23,6 @@ __all__ = [
     "content_text",
     "deep_copy",
     "final_text",
-    "iter_tool_results",
     "stop_detail",
     "text_of",
     "tool_calls",
@@ -86,12 +85,6 @@ def tool_names_by_id(messages: Sequence[Msg]) -> dict[str, tuple[str, dict[str, 
             if block.get("type") == "tool_use":
                 found[block["id"]] = (block["name"], block.get("input", {}))
     return found
-
-
-def iter_tool_results(message: Msg) -> Iterator[dict[str, Any]]:
-    for block in blocks(message):
-        if block.get("type") == "tool_result":
-            yield block
 
 
 def deep_copy(messages: Sequence[Msg]) -> list[Msg]:

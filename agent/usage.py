@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from anthropic.types import Message
@@ -40,17 +41,19 @@ class Price:
 
 
 _OPUS = Price.from_base(5.0, 25.0)
-PRICES: Mapping[str, Price] = {
-    "claude-opus-5": _OPUS,
-    "claude-opus-4-8": _OPUS,
-    "claude-opus-4-7": _OPUS,
-    "claude-opus-4-6": _OPUS,
-    "claude-opus-4-5": _OPUS,
-    "claude-sonnet-5": Price.from_base(2.0, 10.0),
-    "claude-sonnet-4-6": Price.from_base(3.0, 15.0),
-    "claude-sonnet-4-5": Price.from_base(3.0, 15.0),
-    "claude-haiku-4-5": Price.from_base(1.0, 5.0),
-}
+PRICES: Mapping[str, Price] = MappingProxyType(
+    {
+        "claude-opus-5": _OPUS,
+        "claude-opus-4-8": _OPUS,
+        "claude-opus-4-7": _OPUS,
+        "claude-opus-4-6": _OPUS,
+        "claude-opus-4-5": _OPUS,
+        "claude-sonnet-5": Price.from_base(2.0, 10.0),
+        "claude-sonnet-4-6": Price.from_base(3.0, 15.0),
+        "claude-sonnet-4-5": Price.from_base(3.0, 15.0),
+        "claude-haiku-4-5": Price.from_base(1.0, 5.0),
+    }
+)
 
 
 def price_for(model: str, prices: Mapping[str, Price] = PRICES) -> Price | None:
@@ -211,7 +214,3 @@ class RunUsage:
             f"write={self.cache_write:,} uncached={self.uncached:,}) out={self.output:,} "
             f"${cost} hit={self.cache_hit_ratio:.0%}"
         )
-
-    @classmethod
-    def of(cls, records: Iterable[Usage]) -> RunUsage:
-        return cls(list(records))

@@ -18,7 +18,7 @@ request's breakpoints. So:
   next request reads the history up to it instead of falling back to the system
   prompt (measured in `benchmarks/economics.py`: cache writes 100k → 39k tokens).
 
-Four breakpoints at most, the API's limit. `mark` returns a new request and
+Four breakpoints at most, the API's limit. `mark_breakpoints` returns a new request and
 copies only the blocks it marks, so the live history is never touched.
 """
 

@@ -34,8 +34,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from anthropic.types import Message
-
 from agent.context.prune import PointerFor, Protected, call_signature, prune
 from agent.errors import BudgetExceeded
 from agent.memory import MEMORY_NOTE_PREFIX
@@ -50,7 +48,6 @@ __all__ = [
     "original_request",
     "pending_tool_use",
     "summary_request",
-    "summary_text",
     "transcript",
 ]
 
@@ -233,10 +230,6 @@ def summary_request(
             }
         ],
     }
-
-
-def summary_text(response: Message) -> str:
-    return "".join(b.text for b in response.content if b.type == "text").strip()
 
 
 # -- putting it together ---------------------------------------------------------------

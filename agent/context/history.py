@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agent.budget import check_budgets
-from agent.context.compact import SUMMARY_PROMPT, fit_context, summary_request, summary_text
+from agent.context.compact import SUMMARY_PROMPT, fit_context, summary_request
 from agent.context.diet import store_for
 from agent.context.prune import artifact_pointers, policies, prune
 from agent.context.tokens import request_tokens
 from agent.llm import TokenCounter
 from agent.memory import with_memory_note
-from agent.messages import Msg
+from agent.messages import Msg, text_of
 from agent.usage import Usage
 
 if TYPE_CHECKING:
@@ -79,6 +79,6 @@ def _summarizer(agent: Agent, state: RunState) -> Callable[[str], str]:
         usage = Usage.from_message(state.step, response, prices=agent.prices, model=request["model"])
         state.usage.add(replace(usage, purpose="summary"), log_path)
         state.session.record_usage(state)  # paid for: durable now, not at the next turn
-        return summary_text(response)
+        return text_of(response).strip()
 
     return summarize

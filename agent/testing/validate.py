@@ -16,13 +16,13 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agent.config import EFFORTS
 from agent.context.cache import count_breakpoints
 
 __all__ = ["MAX_BREAKPOINTS", "count_breakpoints", "validate_count_tokens", "validate_request"]
 
 MAX_BREAKPOINTS = 4
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
-EFFORTS = {"low", "medium", "high", "xhigh", "max"}
 
 REQUEST_KEYS = {
     "model",
