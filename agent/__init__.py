@@ -16,9 +16,11 @@ from agent.errors import (
     StepBudgetExceeded,
     TokenBudgetExceeded,
 )
-from agent.llm import LLM, AnthropicLLM, TokenCounter
+from agent.events import Event
+from agent.llm import LLM, AnthropicLLM, StreamingLLM, TokenCounter
 from agent.loop import Agent
 from agent.memory import Memory
+from agent.models import MODELS, ModelInfo, ModelTable
 from agent.registry import Tool, ToolCall, ToolOutcome, ToolRegistry, tool
 from agent.session import Session, SessionError, read_session
 from agent.state import RunResult, RunState
@@ -26,6 +28,7 @@ from agent.usage import PRICES, Price, RunUsage, Usage
 
 __all__ = [
     "LLM",
+    "MODELS",
     "PRICES",
     "Agent",
     "AgentError",
@@ -34,8 +37,11 @@ __all__ = [
     "ArtifactStore",
     "BudgetExceeded",
     "CostBudgetExceeded",
+    "Event",
     "Memory",
     "ModelCallFailed",
+    "ModelInfo",
+    "ModelTable",
     "Price",
     "RunResult",
     "RunState",
@@ -43,6 +49,7 @@ __all__ = [
     "Session",
     "SessionError",
     "StepBudgetExceeded",
+    "StreamingLLM",
     "TerminalApprover",
     "TokenBudgetExceeded",
     "TokenCounter",

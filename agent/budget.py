@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 from agent.errors import CostBudgetExceeded, TokenBudgetExceeded
 from agent.messages import final_text
-from agent.usage import price_for
 
 if TYPE_CHECKING:
     from agent.config import AgentConfig
@@ -35,7 +34,7 @@ def check_budgets(config: AgentConfig, request: Mapping[str, Any], state: RunSta
             f"{config.max_input_tokens:,} ({spent:,} used)",
             state.result(final_text(state.messages), "max_input_tokens"),
         )
-    price = price_for(str(request.get("model", config.model)), config.prices)
+    price = config.models.price(str(request.get("model", config.model)))
     if config.max_cost_usd is None or price is None:
         return
     write = price.cache_write_1h if config.cache_ttl == "1h" else price.cache_write_5m

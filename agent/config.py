@@ -11,20 +11,19 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, get_args
+from typing import TYPE_CHECKING, Any, TypedDict
 
-from agent.usage import PRICES, Price
+from agent.context.thinking import STRATEGIES, default_strategy
+from agent.models import EFFORTS, MODELS, THINKING_TYPES, ModelInfo, ModelTable
 
 if TYPE_CHECKING:
     from agent.approval import Approver
+    from agent.events import Event
     from agent.llm import LLM
     from agent.memory import Memory
     from agent.registry import Tool
 
-__all__ = ["EFFORTS", "AgentConfig", "AgentOptions"]
-
-Effort = Literal["low", "medium", "high", "xhigh", "max"]
-EFFORTS: tuple[str, ...] = get_args(Effort)
+__all__ = ["EFFORTS", "AgentConfig", "AgentOptions", "check_effort", "check_thinking"]
 
 
 class AgentOptions(TypedDict, total=False):
@@ -33,11 +32,14 @@ class AgentOptions(TypedDict, total=False):
     tools: Sequence[Tool | Callable[..., Any]]
     llm: LLM | None
     max_steps: int
-    max_tokens: int
+    max_tokens: int | None
+    thinking: Mapping[str, Any] | None
+    thinking_history: str | None
     effort: str | None
     max_cost_usd: float | None
     max_input_tokens: int | None
-    prices: Mapping[str, Price]
+    models: ModelTable
+    on_event: Callable[[Event], None] | None
     tool_timeout: float | None
     usage_log: str | Path | None
     max_context_tokens: int
@@ -75,8 +77,17 @@ class AgentConfig:
     """The model seam; None builds `AnthropicLLM()` from the environment."""
     max_steps: int = 20
     """Most model calls in one run; one more raises `StepBudgetExceeded`."""
-    max_tokens: int = 4096
-    """Output tokens per call. Non-streaming calls above ~21,333 are refused by the SDK."""
+    max_tokens: int | None = None
+    """Output tokens per call, thinking included. None takes the model's default from the
+    table (32,000 where the model allows it: room to think, and `AnthropicLLM` streams)."""
+    thinking: Mapping[str, Any] | None = None
+    """`thinking` sent with each request: None leaves the model's default (Opus 5 and later
+    think adaptively unless told not to), `{"type": "adaptive", "display": "summarized"}`,
+    or `{"type": "disabled"}`. Checked against the model table at construction."""
+    thinking_history: str | None = None
+    """How thinking blocks survive pruning and compaction (`agent.context.thinking`): "keep",
+    "strip", "drop_block" or "append_only". None picks the model's default: "append_only"
+    where thinking is bound to its prefix (the 5.5 family), else "keep"."""
     effort: str | None = None
     """`output_config.effort` (low|medium|high|xhigh|max), None to omit. Changing it
     between steps invalidates the cached messages (tools and system stay cached)."""
@@ -84,8 +95,12 @@ class AgentConfig:
     """Dollar budget for the run, checked before each call; needs a priced model."""
     max_input_tokens: int | None = None
     """Cumulative prompt-token budget for the run, checked before each call."""
-    prices: Mapping[str, Price] = PRICES
-    """Price table ($ per million tokens) used for `cost_usd` and `max_cost_usd`."""
+    models: ModelTable = MODELS
+    """The model table (prices, cache minimums, efforts, thinking rules); `MODELS.register(...)`
+    returns a copy that knows your own model."""
+    on_event: Callable[[Event], None] | None = None
+    """Called with each `agent.events` event as it happens: step boundaries, text and
+    thinking deltas (streamed), tool calls and results. For progress displays."""
     tool_timeout: float | None = 60.0
     """Seconds a tool may run before it becomes an error result (per-tool `timeout` wins)."""
     usage_log: str | Path | None = None
@@ -148,11 +163,23 @@ class AgentConfig:
 
     def validate(self) -> None:
         """Reject settings the API or the loop would only reject later, and less clearly."""
-        check_effort(self.effort)
+        info = self.models.warn_unknown(self.model)
+        check_effort(self.effort, info)
+        check_thinking(self.thinking, info)
+        strategy = self.history_strategy()
+        if strategy not in STRATEGIES:
+            raise ValueError(
+                f"thinking_history must be one of {', '.join(STRATEGIES)} or None, not {strategy!r}"
+            )
+        if strategy == "drop_block" and not (info and info.preserved_thinking):
+            raise ValueError(
+                f'thinking_history="drop_block" needs a model with preserved thinking, not {self.model}'
+            )
         if self.max_steps < 1:
             raise ValueError("max_steps must be at least 1")
-        if not 1 <= self.max_tokens <= 21_333:
-            raise ValueError("max_tokens must be 1..21,333 (the SDK requires streaming above that)")
+        limit = info.max_output if info else None
+        if self.max_tokens is not None and not 1 <= self.max_tokens <= (limit or self.max_tokens):
+            raise ValueError(f"max_tokens must be 1..{limit:,} for {self.model}, not {self.max_tokens}")
         if self.cache_ttl not in ("5m", "1h"):
             raise ValueError(f'cache_ttl must be "5m" or "1h", not {self.cache_ttl!r}')
         if self.keep_recent < 0 or self.prune_batch < 1 or self.max_context_tokens < 0:
@@ -162,7 +189,46 @@ class AgentConfig:
         if not 0 <= self.compact_margin < 1:
             raise ValueError(f"compact_margin must be in [0, 1), not {self.compact_margin!r}")
 
+    def history_strategy(self) -> str:
+        """The thinking-history strategy in force (the option, else the model's default)."""
+        return self.thinking_history or default_strategy(self.models.lookup(self.model))
 
-def check_effort(effort: str | None) -> None:
-    if effort is not None and effort not in EFFORTS:
+    def output_budget(self) -> int:
+        """`max_tokens` for a request: the option, else the model's default (room to think)."""
+        if self.max_tokens is not None:
+            return self.max_tokens
+        info = self.models.lookup(self.model)
+        return info.default_max_tokens() if info else DEFAULT_MAX_TOKENS
+
+
+DEFAULT_MAX_TOKENS = 16_000
+"""`max_tokens` for a model the table does not know."""
+
+
+def check_effort(effort: str | None, info: ModelInfo | None = None) -> None:
+    """An effort the API takes for this model (any known level when the model is unknown)."""
+    if effort is None:
+        return
+    if effort not in EFFORTS:
         raise ValueError(f"effort must be one of {', '.join(EFFORTS)} or None, not {effort!r}")
+    if info is not None and effort not in info.efforts:
+        allowed = ", ".join(info.efforts) if info.efforts else "none: leave effort=None"
+        raise ValueError(f"{info.id} does not take effort={effort!r} (it takes {allowed})")
+
+
+def check_thinking(thinking: Mapping[str, Any] | None, info: ModelInfo | None = None) -> None:
+    """A `thinking` setting this model accepts; None (the model's default) always is."""
+    if thinking is None:
+        return
+    kind = thinking.get("type") if isinstance(thinking, Mapping) else None
+    if kind not in THINKING_TYPES:
+        raise ValueError(f"thinking must be None or have type {' | '.join(THINKING_TYPES)}, not {thinking!r}")
+    display = thinking.get("display")
+    if display is not None and display not in ("summarized", "omitted"):
+        raise ValueError(f'thinking.display must be "summarized" or "omitted", not {display!r}')
+    if kind == "enabled" and not isinstance(thinking.get("budget_tokens"), int):
+        raise ValueError('thinking {"type": "enabled"} needs an integer budget_tokens')
+    if info is not None and kind not in info.thinking_types:
+        raise ValueError(
+            f"{info.id} does not accept thinking type {kind!r} (it takes {', '.join(info.thinking_types)})"
+        )

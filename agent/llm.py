@@ -6,17 +6,35 @@ Messages API request body in, an SDK `Message` out. The real transport is
 point `AnthropicLLM` at the local simulator through `ANTHROPIC_BASE_URL`. Keeping
 the response type the SDK's own means the loop reads the same objects whatever
 sits behind the seam.
+
+Two optional capabilities sit beside it, each its own small protocol so a fake
+needs neither: `TokenCounter` (an exact `count_tokens`) and `StreamingLLM` (the
+same call, reporting text and thinking deltas as they arrive).
+
+`AnthropicLLM` streams by default. Today's models think inside `max_tokens`, so a
+useful budget is tens of thousands of tokens; a non-streamed call that long risks
+an HTTP timeout that the SDK retries and bills again, and the SDK refuses large
+non-streamed `max_tokens` outright. Streaming through the SDK's helper returns the
+very same `Message`, so nothing downstream changes.
+
+A request may carry `betas` (a list of beta names, as the SDK's beta methods take
+them); they go out as the `anthropic-beta` header, never in the body.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 import anthropic
 from anthropic.types import Message
 
-__all__ = ["LLM", "AnthropicLLM", "TokenCounter"]
+from agent.models import ModelTable, refine_from_capabilities
+
+__all__ = ["LLM", "AnthropicLLM", "Delta", "StreamingLLM", "TokenCounter", "split_betas"]
+
+Delta = Callable[[str, str], None]
+"""`on_delta(kind, text)`, kind "text" or "thinking": a piece of the reply as it streams."""
 
 
 @runtime_checkable
@@ -24,6 +42,13 @@ class LLM(Protocol):
     """Anything that answers a Messages API request body with an SDK `Message`."""
 
     def create(self, request: Mapping[str, Any]) -> Message: ...
+
+
+@runtime_checkable
+class StreamingLLM(Protocol):
+    """An `LLM` that can report the reply's text and thinking as they arrive (optional)."""
+
+    def stream(self, request: Mapping[str, Any], on_delta: Delta | None = None) -> Message: ...
 
 
 @runtime_checkable
@@ -36,13 +61,21 @@ class TokenCounter(Protocol):
 _COUNTED_KEYS = ("model", "messages", "system", "tools", "tool_choice", "thinking")
 
 
+def split_betas(request: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """(body without `betas`, extra headers carrying them as `anthropic-beta`)."""
+    body = {k: v for k, v in request.items() if k != "betas"}
+    betas = request.get("betas") or ()
+    return body, ({"anthropic-beta": ",".join(betas)} if betas else {})
+
+
 class AnthropicLLM:
-    """`LLM` on the official `anthropic` SDK.
+    """`LLM` on the official `anthropic` SDK, streaming by default.
 
     The key and base URL come from the arguments or, when omitted, from
     `ANTHROPIC_API_KEY` and `ANTHROPIC_BASE_URL` (the SDK's own lookup), so any
     Messages-API-compatible server works unchanged. `max_retries` and `timeout`
     go straight to the SDK, which retries 408/409/429/5xx with backoff.
+    `stream=False` sends plain requests (the SDK then refuses large `max_tokens`).
     """
 
     def __init__(
@@ -52,16 +85,41 @@ class AnthropicLLM:
         base_url: str | None = None,
         max_retries: int = 2,
         timeout: float = 600.0,
+        stream: bool = True,
         client: anthropic.Anthropic | None = None,
     ) -> None:
+        self.streaming = stream
         self.client = client or anthropic.Anthropic(
             api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout
         )
 
     def create(self, request: Mapping[str, Any]) -> Message:
-        response: Message = self.client.messages.create(**request)
+        if self.streaming:
+            return self.stream(request)
+        body, headers = split_betas(request)
+        response: Message = self.client.messages.create(**body, extra_headers=headers or None)
         return response
 
+    def stream(self, request: Mapping[str, Any], on_delta: Delta | None = None) -> Message:
+        """Stream the reply through the SDK's helper; the final `Message` is what `create` returns."""
+        body, headers = split_betas(request)
+        with self.client.messages.stream(**body, extra_headers=headers or None) as events:
+            if on_delta is not None:
+                for event in events:
+                    if event.type == "text":
+                        on_delta("text", event.text)
+                    elif event.type == "thinking":
+                        on_delta("thinking", event.thinking)
+            return events.get_final_message()
+
     def count_tokens(self, request: Mapping[str, Any]) -> int:
-        body = {key: request[key] for key in _COUNTED_KEYS if key in request}
-        return self.client.messages.count_tokens(**body).input_tokens
+        body, headers = split_betas(request)
+        counted = {key: body[key] for key in _COUNTED_KEYS if key in body}
+        return self.client.messages.count_tokens(**counted, extra_headers=headers or None).input_tokens
+
+    def refine(self, models: ModelTable, model: str) -> ModelTable:
+        """A copy of `models` whose entry for `model` takes the efforts and thinking types the
+        API reports (`models.retrieve(model).capabilities`; needs a key). Unknown models and
+        missing capabilities leave the table as it was: the API's word refines, never guesses."""
+        info = self.client.models.retrieve(model)
+        return refine_from_capabilities(models, model, getattr(info, "capabilities", None))

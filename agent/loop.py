@@ -7,6 +7,7 @@ may override:
     build_request    the Messages API body (tools, system, effort, cache breakpoints)
     check_budgets    refuse a call that would break a token or dollar budget
     call_model       the one call through the `LLM` seam, its usage recorded
+    retry_with_room  once, a reply cut off by max_tokens before it said anything usable
     run_tools        approve, validate, run in parallel, results back in call order
     render_result    turn one tool's raw return value into the text the model reads
 
@@ -18,6 +19,7 @@ so the caller's lists and any earlier snapshot stay as they were.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,13 +34,16 @@ from agent.config import AgentConfig, AgentOptions, check_effort
 from agent.context.cache import mark_breakpoints, strip_cache_control
 from agent.context.diet import register_read_artifact, render_outcome
 from agent.context.history import shrink_history
+from agent.context.thinking import thinking_param
 from agent.context.tokens import Calibration, estimate_tokens
 from agent.errors import ModelCallFailed, StepBudgetExceeded
-from agent.llm import LLM, AnthropicLLM
+from agent.events import Event, emit
+from agent.llm import LLM, AnthropicLLM, StreamingLLM
 from agent.messages import (
     Msg,
     assistant_message,
     blocks,
+    cut_off_early,
     deep_copy,
     final_text,
     stop_detail,
@@ -51,9 +56,11 @@ from agent.registry import ToolCall, ToolOutcome, ToolRegistry
 from agent.replay import pending_turn
 from agent.session import Session
 from agent.state import RunResult, RunState
-from agent.usage import RunUsage, Usage, price_for
+from agent.usage import RunUsage, Usage
 
 __all__ = ["Agent", "RunResult", "RunState"]
+
+log = logging.getLogger("agent")
 
 
 class Agent(AgentConfig):
@@ -62,8 +69,10 @@ class Agent(AgentConfig):
     def __init__(self, **options: Unpack[AgentOptions]) -> None:
         super().__init__(**options)
         for model in {self.model, self.summarizer_model or self.model}:
-            if self.max_cost_usd is not None and price_for(model, self.prices) is None:
-                raise ValueError(f"max_cost_usd needs a price for {model!r}: pass prices=")
+            if self.max_cost_usd is not None and self.models.price(model) is None:
+                raise ValueError(
+                    f"max_cost_usd needs a price for {model!r}: pass models=MODELS.with_price({model!r}, ...)"
+                )
         self.registry = ToolRegistry(self.tools, default_timeout=self.tool_timeout)
         register_read_artifact(self.registry, self.artifacts_dir, self.diet)
         self.llm: LLM = self.llm or AnthropicLLM()
@@ -121,10 +130,14 @@ class Agent(AgentConfig):
                     state.result(final_text(state.messages), "max_steps"),
                 )
             state.step += 1
+            emit(self.on_event, Event("step_start", state.step))
             state.messages = self.prepare_context(state)
             request = self.build_request(state)
             self.check_budgets(request, state)
             response = self.call_model(request, state)
+            if cut_off_early(response):
+                response = self.retry_with_room(request, response, state)
+            emit(self.on_event, Event("step_end", state.step, response.stop_reason or ""))
 
             calls = tool_calls(response)
             if response.stop_reason == "tool_use" and calls:
@@ -156,15 +169,20 @@ class Agent(AgentConfig):
     def build_request(self, state: RunState) -> dict[str, Any]:
         """The request body, rendered in the API's cache order: tools, system, messages."""
         effort = self.choose_effort(state)
-        check_effort(effort)
-        request: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens}
+        check_effort(effort, self.models.lookup(self.model))
+        thinking, betas = thinking_param(self.thinking, self.history_strategy())
+        request: dict[str, Any] = {"model": self.model, "max_tokens": self.output_budget()}
         if self.system:
             request["system"] = [{"type": "text", "text": self.system}]
         if len(self.registry):
             request["tools"] = self.registry.declarations()
         request["messages"] = state.messages
+        if thinking is not None:
+            request["thinking"] = thinking
         if effort is not None:
             request["output_config"] = {"effort": effort}
+        if betas:
+            request["betas"] = betas  # sent as the anthropic-beta header, not in the body
         return mark_breakpoints(request, self.cache_ttl) if self.cache else request
 
     def check_budgets(self, request: dict[str, Any], state: RunState) -> None:
@@ -173,10 +191,19 @@ class Agent(AgentConfig):
         check_budgets(self, request, state)
 
     def call_model(self, request: dict[str, Any], state: RunState) -> Message:
-        """One call through the seam, with its usage recorded; failures keep the partial run."""
+        """One call through the seam, with its usage recorded; failures keep the partial run.
+        With `on_event` and a streaming `LLM`, text and thinking deltas are reported as they come."""
         started = time.monotonic()
         try:
-            response = self.llm.create(request)
+            if self.on_event is not None and isinstance(self.llm, StreamingLLM):
+                step, callback = state.step, self.on_event
+
+                def on_delta(kind: str, text: str) -> None:
+                    emit(callback, Event("thinking" if kind == "thinking" else "text", step, text))
+
+                response = self.llm.stream(request, on_delta)
+            else:
+                response = self.llm.create(request)
         except Exception as error:
             raise ModelCallFailed(
                 f"model call failed at step {state.step}: {type(error).__name__}: {error}",
@@ -187,7 +214,7 @@ class Agent(AgentConfig):
             response,
             effort=request.get("output_config", {}).get("effort"),
             latency_s=time.monotonic() - started,
-            prices=self.prices,
+            models=self.models,
             model=request["model"],
         )
         state.usage.add(record, Path(self.usage_log) if self.usage_log else None)
@@ -196,6 +223,28 @@ class Agent(AgentConfig):
             state.cache_guard.observe(request, record)
         return response
 
+    def retry_with_room(self, request: dict[str, Any], response: Message, state: RunState) -> Message:
+        """Once per step, ask again with twice the `max_tokens` (up to the model's limit) when
+        the reply was cut off before saying anything or in the middle of a tool call; the
+        retry is budget-checked and billed like any call. With no room to grow, the cut-off
+        reply stands and the run ends on `max_tokens`."""
+        info = self.models.lookup(self.model)
+        ceiling = info.max_output if info else request["max_tokens"] * 2
+        larger = min(ceiling, request["max_tokens"] * 2)
+        if larger <= request["max_tokens"]:
+            return response
+        log.warning(
+            "[step %d] reply cut off by max_tokens=%s before it said anything usable; retrying once "
+            "with max_tokens=%s",
+            state.step,
+            f"{request['max_tokens']:,}",
+            f"{larger:,}",
+        )
+        emit(self.on_event, Event("retry", state.step, f"max_tokens {request['max_tokens']} -> {larger}"))
+        retry = {**request, "max_tokens": larger}
+        self.check_budgets(retry, state)
+        return self.call_model(retry, state)
+
     def run_tools(self, calls: Sequence[ToolCall], state: RunState) -> list[ToolOutcome]:
         """Run one turn's calls in parallel; outcomes come back in call order.
 
@@ -203,7 +252,13 @@ class Agent(AgentConfig):
         is an error result. Every call and result is recorded in `state.session`.
         """
         state.session.record_usage(state)
-        return run_guarded(self.registry, calls, state.session, self.approver, self.allow)
+        for call in calls:
+            emit(self.on_event, Event("tool_call", state.step, tool=call.name, tool_use_id=call.id))
+        outcomes = run_guarded(self.registry, calls, state.session, self.approver, self.allow)
+        for done in outcomes:
+            call = done.call
+            emit(self.on_event, Event("tool_result", state.step, "", call.name, call.id, done.is_error))
+        return outcomes
 
     def render_result(self, outcome: ToolOutcome, state: RunState) -> str:
         """The text the model reads for one outcome: whitelisted, compressed or exact by the

@@ -21,6 +21,7 @@ __all__ = [
     "assistant_message",
     "blocks",
     "content_text",
+    "cut_off_early",
     "deep_copy",
     "final_text",
     "stop_detail",
@@ -103,6 +104,16 @@ def final_text(messages: Sequence[Msg]) -> str:
         if message.get("role") == "assistant":
             return "".join(b.get("text", "") for b in blocks(message) if b.get("type") == "text")
     return ""
+
+
+def cut_off_early(response: Message) -> bool:
+    """A reply stopped by `max_tokens` with nothing usable: no visible text and no complete
+    tool call (thinking alone used the budget), or cut in the middle of a tool call."""
+    if response.stop_reason != "max_tokens":
+        return False
+    said = any(b.type == "text" and b.text.strip() for b in response.content)
+    called = any(b.type in ("tool_use", "server_tool_use") for b in response.content)
+    return called or not said
 
 
 def stop_detail(stop_reason: str | None) -> str | None:

@@ -19,51 +19,20 @@ from typing import Any
 
 from anthropic.types import Message
 
+from agent.models import MODELS, ModelTable, Price
+
 __all__ = ["PRICES", "Price", "RunUsage", "Usage", "price_for"]
 
 log = logging.getLogger("agent")
 
 
-@dataclass(frozen=True)
-class Price:
-    """Dollars per million tokens."""
-
-    input: float
-    cache_write_5m: float
-    cache_write_1h: float
-    cache_read: float
-    output: float
-
-    @classmethod
-    def from_base(cls, input: float, output: float) -> Price:
-        """The standard multipliers: 5m write 1.25x, 1h write 2x, read 0.1x of input."""
-        return cls(input, input * 1.25, input * 2, input * 0.1, output)
+PRICES: Mapping[str, Price] = MappingProxyType({m.id: m.price for m in MODELS.values() if m.price})
+"""Read-only view of the model table's prices (`agent.models.MODELS` is the source)."""
 
 
-_OPUS = Price.from_base(5.0, 25.0)
-PRICES: Mapping[str, Price] = MappingProxyType(
-    {
-        "claude-opus-5": _OPUS,
-        "claude-opus-4-8": _OPUS,
-        "claude-opus-4-7": _OPUS,
-        "claude-opus-4-6": _OPUS,
-        "claude-opus-4-5": _OPUS,
-        "claude-sonnet-5": Price.from_base(2.0, 10.0),
-        "claude-sonnet-4-6": Price.from_base(3.0, 15.0),
-        "claude-sonnet-4-5": Price.from_base(3.0, 15.0),
-        "claude-haiku-4-5": Price.from_base(1.0, 5.0),
-    }
-)
-
-
-def price_for(model: str, prices: Mapping[str, Price] = PRICES) -> Price | None:
-    """The price of `model`, also for dated ids such as `claude-haiku-4-5-20251001`."""
-    if model in prices:
-        return prices[model]
-    for name in sorted(prices, key=len, reverse=True):
-        if model.startswith(name + "-"):
-            return prices[name]
-    return None
+def price_for(model: str, models: ModelTable = MODELS) -> Price | None:
+    """The price of `model` (dated ids such as `claude-haiku-4-5-20251001` included), or None."""
+    return models.price(model)
 
 
 @dataclass(frozen=True)
@@ -99,7 +68,7 @@ class Usage:
         *,
         effort: str | None = None,
         latency_s: float = 0.0,
-        prices: Mapping[str, Price] = PRICES,
+        models: ModelTable = MODELS,
         model: str | None = None,
     ) -> Usage:
         """The usage of `message`, priced as `model` (the id that was asked for) when given:
@@ -108,8 +77,8 @@ class Usage:
         write = u.cache_creation_input_tokens or 0
         write_1h = (u.cache_creation.ephemeral_1h_input_tokens or 0) if u.cache_creation else 0
         read = u.cache_read_input_tokens or 0
-        price = price_for(model, prices) if model else None
-        price = price or price_for(message.model, prices)
+        price = models.price(model) if model else None
+        price = price or models.price(message.model)
         cost = None
         if price is not None:
             cost = (

@@ -49,6 +49,7 @@ from typing import Any
 from anthropic.types import Message
 
 from agent import LLM, Agent, AgentError, AnthropicLLM, ModelCallFailed, RunResult, RunUsage, Usage
+from agent.models import ModelTable
 from agent.testing import cassettes
 from agent.testing.simulator import SERVER_NAME, MessagesSimulator, Policy
 
@@ -97,8 +98,8 @@ def choose_mode(replay: bool, environ: Mapping[str, str]) -> str:
 class _Meter:
     """An `LLM` wrapper that prints each call's usage line with the size of what was sent."""
 
-    def __init__(self, llm: LLM, agent_prices: Any, say: Callable[[str], None], sent: list[int]) -> None:
-        self.llm, self.prices, self.say, self.sent = llm, agent_prices, say, sent
+    def __init__(self, llm: LLM, models: ModelTable, say: Callable[[str], None], sent: list[int]) -> None:
+        self.llm, self.models, self.say, self.sent = llm, models, say, sent
         self.usage = RunUsage()
 
     def create(self, request: Mapping[str, Any]) -> Message:
@@ -106,7 +107,7 @@ class _Meter:
         response = self.llm.create(request)
         self.sent.append(size)
         effort = (request.get("output_config") or {}).get("effort")
-        record = Usage.from_message(len(self.sent), response, effort=effort, prices=self.prices)
+        record = Usage.from_message(len(self.sent), response, effort=effort, models=self.models)
         self.usage.steps.append(record)
         self.say(f"{record.line(self.usage.cache_hit_ratio)} sent={size:,} B")
         return response
@@ -179,7 +180,7 @@ def run(
     try:
         with _connect(example, mode, record, say) as llm:
             agent = example.make_agent(llm)
-            agent.llm = _Meter(llm, agent.prices, say, outcome.sent_bytes)
+            agent.llm = _Meter(llm, agent.models, say, outcome.sent_bytes)
             say(f"prompt: {example.prompt}")
             try:
                 outcome.result = agent.run(example.prompt)

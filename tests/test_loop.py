@@ -155,9 +155,10 @@ def test_pause_turn_sends_the_assistant_turn_back_as_is() -> None:
 def test_max_tokens_never_runs_a_cut_off_tool_call() -> None:
     calls.clear()
     cut = reply("I will record", tool_use("record", {"note": "half"}), stop_reason="max_tokens")
-    agent, llm = agent_with([cut])
+    agent, llm = agent_with([cut, cut])  # cut off, retried once with more room, cut off again
     result = agent.run("do it")
-    assert calls == [] and len(llm.requests) == 1
+    assert calls == [] and len(llm.requests) == 2
+    assert llm.requests[1]["max_tokens"] == 2 * llm.requests[0]["max_tokens"]
     assert result.stop_reason == "max_tokens"
     assert result.detail is not None and "max_tokens" in result.detail
     assert result.messages[-1]["content"] == [{"type": "text", "text": "I will record"}]

@@ -25,9 +25,11 @@ copies only the blocks it marks, so the live history is never touched.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from agent.context.prune import is_stub
+from agent.models import MODELS, ModelTable
 
 __all__ = [
     "MIN_CACHEABLE_TOKENS",
@@ -37,25 +39,14 @@ __all__ = [
     "strip_cache_control",
 ]
 
-MIN_CACHEABLE_TOKENS: Mapping[str, int] = {
-    "claude-opus-5": 512,
-    "claude-sonnet-5": 1024,
-    "claude-sonnet-4-6": 1024,
-    "claude-sonnet-4-5": 1024,
-    "claude-opus-4-8": 1024,
-    "claude-opus-4-7": 2048,
-    "claude-opus-4-6": 4096,
-    "claude-opus-4-5": 4096,
-    "claude-haiku-4-5": 4096,
-}
+MIN_CACHEABLE_TOKENS: Mapping[str, int] = MappingProxyType({m.id: m.min_cacheable for m in MODELS.values()})
+"""Read-only view of the model table's cache minimums (`agent.models.MODELS` is the source)."""
 
 
-def min_cacheable_tokens(model: str) -> int:
-    """Shortest prefix the model caches; unknown models get the most cautious value."""
-    for name in sorted(MIN_CACHEABLE_TOKENS, key=len, reverse=True):
-        if model == name or model.startswith(name + "-"):
-            return MIN_CACHEABLE_TOKENS[name]
-    return max(MIN_CACHEABLE_TOKENS.values())
+def min_cacheable_tokens(model: str, models: ModelTable = MODELS) -> int:
+    """Shortest prefix the model caches; an unknown model gets the most cautious known value."""
+    info = models.lookup(model)
+    return info.min_cacheable if info else max(m.min_cacheable for m in models.values())
 
 
 def _marker(ttl: str) -> dict[str, str]:

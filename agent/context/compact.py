@@ -216,10 +216,11 @@ def transcript(head: Sequence[Msg]) -> str:
 
 
 def summary_request(
-    text: str, *, model: str, max_tokens: int, prompt: str = SUMMARY_PROMPT
+    text: str, *, model: str, max_tokens: int, prompt: str = SUMMARY_PROMPT, thinking_off: bool = False
 ) -> dict[str, Any]:
-    """A tool-less Messages API request asking for the handover note of `text`."""
-    return {
+    """A tool-less Messages API request asking for the handover note of `text` (with
+    `thinking_off`, it asks the model not to think: a summary needs no reasoning budget)."""
+    request: dict[str, Any] = {
         "model": model,
         "max_tokens": max_tokens,
         "system": SUMMARIZER_SYSTEM,
@@ -230,6 +231,9 @@ def summary_request(
             }
         ],
     }
+    if thinking_off:
+        request["thinking"] = {"type": "disabled"}
+    return request
 
 
 # -- putting it together ---------------------------------------------------------------

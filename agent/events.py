@@ -1,0 +1,46 @@
+"""What a run reports as it happens, for progress displays: one small event type.
+
+`Agent(on_event=callback)` receives an `Event` for each step boundary, each streamed
+text or thinking delta (when the `LLM` streams, as `AnthropicLLM` does), each tool call
+and each tool result, and each retry of a reply cut off by `max_tokens`. The callback
+runs on the loop's thread, between the things it reports, so it should be quick; an
+exception it raises is logged and swallowed, because a broken progress bar must never
+cost a paid-for run.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["Event", "EventKind", "emit"]
+
+log = logging.getLogger("agent")
+
+EventKind = Literal["step_start", "text", "thinking", "tool_call", "tool_result", "retry", "step_end"]
+
+
+@dataclass(frozen=True)
+class Event:
+    """One thing that happened in a run."""
+
+    kind: EventKind
+    step: int
+    text: str = ""
+    """The delta for `text`/`thinking`; the reason for `retry`; the stop reason for `step_end`."""
+    tool: str | None = None
+    """The tool's name, for `tool_call` and `tool_result`."""
+    tool_use_id: str | None = None
+    is_error: bool = False
+
+
+def emit(callback: Callable[[Event], None] | None, event: Event) -> None:
+    """Call `callback(event)` if there is one; its failures are logged, never raised."""
+    if callback is None:
+        return
+    try:
+        callback(event)
+    except Exception:
+        log.exception("on_event callback failed on %s (ignored)", event.kind)

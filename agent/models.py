@@ -1,0 +1,262 @@
+"""One table of what each Claude model can do and costs: the single source for those facts.
+
+Prices, the minimum cacheable prompt, which efforts a model takes, whether it thinks
+unless told not to, whether its thinking is bound to its prefix (preserved
+thinking), whether it allows forced tool use: the loop, the budgets, the cache
+guard, the validator and the simulator all read them here, so a new model is one
+entry, not a hunt through five modules.
+
+Lookup is strict on purpose. A dated id (`claude-haiku-4-5-20251001`) maps to its
+family, but nothing maps across versions: `claude-opus-5-5` is *not* `claude-opus-5`
+(it costs $4, not $5, and binds its thinking to its prefix). A model the table does
+not know gets no guess: `lookup` returns None, callers report cost and cache minimum
+as unknown, and `ModelTable.warn_unknown` says so once.
+
+The table is immutable; `register` returns a new one, passed to `Agent(models=...)`.
+With a key, `AnthropicLLM.refine(table, model)` can correct efforts and thinking types
+from the API's own `models.retrieve(model).capabilities`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, get_args
+
+__all__ = [
+    "EFFORTS",
+    "MODELS",
+    "THINKING_TYPES",
+    "ModelInfo",
+    "ModelTable",
+    "Price",
+    "base_model",
+    "refine_from_capabilities",
+]
+
+log = logging.getLogger("agent")
+
+Effort = Literal["low", "medium", "high", "xhigh", "max"]
+EFFORTS: tuple[str, ...] = get_args(Effort)
+THINKING_TYPES = ("adaptive", "enabled", "disabled", "between_tools")
+_DATED = re.compile(r"-\d{8}$")
+
+
+def base_model(model: str) -> str:
+    """`claude-haiku-4-5-20251001` → `claude-haiku-4-5`; any other id unchanged."""
+    return _DATED.sub("", model)
+
+
+@dataclass(frozen=True)
+class Price:
+    """Dollars per million tokens."""
+
+    input: float
+    cache_write_5m: float
+    cache_write_1h: float
+    cache_read: float
+    output: float
+
+    @classmethod
+    def from_base(cls, input: float, output: float) -> Price:
+        """The standard multipliers: 5m write 1.25x, 1h write 2x, read 0.1x of input."""
+        return cls(input, input * 1.25, input * 2, input * 0.1, output)
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What one model family can do and costs (from the platform docs; see WIRE-RULES)."""
+
+    id: str
+    context_window: int
+    max_output: int
+    min_cacheable: int
+    """Shortest prompt prefix the model caches; shorter ones are silently not cached."""
+    price: Price | None
+    efforts: tuple[str, ...] = ()
+    """`output_config.effort` values accepted; empty means the parameter is refused."""
+    default_effort: str | None = None
+    thinking_types: tuple[str, ...] = ("enabled", "disabled")
+    """`thinking.type` values accepted ("adaptive", "enabled" with a budget, "disabled")."""
+    thinks_by_default: bool = False
+    """A request without `thinking` thinks (adaptively), and thinking shares `max_tokens`."""
+    thinking_display: str | None = None
+    """The default `thinking.display` ("omitted": blocks come back empty, with a signature)."""
+    preserved_thinking: bool = False
+    """Each thinking block is bound to its prefix (tools, system, every earlier block):
+    rewriting anything before it invalidates it and every later thinking block."""
+    forced_tool_use: bool = True
+    """Whether `tool_choice` of type `any` or `tool` is accepted."""
+
+    @property
+    def adaptive_only(self) -> bool:
+        return self.thinking_types == ("adaptive",)
+
+    def default_max_tokens(self) -> int:
+        """Room for thinking plus the answer: 32,000 where the model allows it (streaming
+        makes that safe), else the model's whole output limit."""
+        return min(self.max_output, 32_000)
+
+
+_OPUS_PRICE = Price.from_base(5.0, 25.0)
+_ALL_EFFORTS = EFFORTS
+_UP_TO_MAX = ("low", "medium", "high", "max")
+_UP_TO_HIGH = ("low", "medium", "high")
+_ADAPTIVE_ONLY = ("adaptive",)
+_ADAPTIVE_OR_OFF = ("adaptive", "disabled")
+_ANY_THINKING = ("adaptive", "enabled", "disabled")
+
+
+def _bound(
+    model_id: str,
+    price: Price | None,
+    *,
+    thinking: tuple[str, ...] = _ADAPTIVE_ONLY,
+    effort: str = "high",
+    forced_tool_use: bool = False,
+) -> ModelInfo:
+    """The 5.5 family and Fable/Mythos 5.1+: they think unless told not to, bind each thinking
+    block to its prefix, and (where the docs say so) refuse forced tool use."""
+    return ModelInfo(
+        model_id,
+        context_window=1_000_000,
+        max_output=128_000,
+        min_cacheable=512,
+        price=price,
+        efforts=_ALL_EFFORTS,
+        default_effort=effort,
+        thinking_types=thinking,
+        thinks_by_default=True,
+        thinking_display="omitted",
+        preserved_thinking=True,
+        forced_tool_use=forced_tool_use,
+    )
+
+
+# Sources: the platform docs' model pages, pricing and prompt-caching pages (late 2026), as
+# summarised in shared/WIRE-RULES.md. Where the docs did not say, the entry takes the
+# permissive value (it accepts what the API might accept) and the price stays None.
+_DEFAULT_MODELS = (
+    _bound("claude-opus-5-5", Price(4.0, 5.0, 8.0, 0.20, 20.0), effort="medium"),
+    _bound("claude-sonnet-5-5", Price(2.0, 2.5, 4.0, 0.20, 10.0), thinking=("adaptive", "between_tools")),
+    # Haiku 5.5: tiered prices by prompt size (not one Price); thinking and tool_choice rules unconfirmed
+    _bound("claude-haiku-5-5", None, thinking=(*_ANY_THINKING, "between_tools"), effort="medium",
+           forced_tool_use=True),
+    _bound("claude-fable-5-1", None),
+    _bound("claude-fable-5-2", None),
+    _bound("claude-mythos-5-1", None),
+    _bound("claude-mythos-5-2", None),
+    ModelInfo(
+        "claude-opus-5",
+        context_window=1_000_000,
+        max_output=128_000,
+        min_cacheable=512,
+        price=_OPUS_PRICE,
+        efforts=_ALL_EFFORTS,
+        default_effort="high",
+        thinking_types=_ADAPTIVE_OR_OFF,
+        thinks_by_default=True,
+        thinking_display="omitted",
+    ),
+    ModelInfo(
+        "claude-sonnet-5",
+        context_window=1_000_000,
+        max_output=128_000,
+        min_cacheable=1024,
+        price=Price.from_base(2.0, 10.0),
+        efforts=_ALL_EFFORTS,
+        default_effort="high",
+        thinking_types=_ADAPTIVE_OR_OFF,
+        thinks_by_default=True,
+        thinking_display="omitted",
+    ),
+    ModelInfo("claude-opus-4-8", 1_000_000, 128_000, 1024, _OPUS_PRICE, _ALL_EFFORTS, "high", _ANY_THINKING),
+    ModelInfo("claude-opus-4-7", 1_000_000, 128_000, 2048, _OPUS_PRICE, _ALL_EFFORTS, "high", _ANY_THINKING),
+    ModelInfo("claude-opus-4-6", 1_000_000, 128_000, 4096, _OPUS_PRICE, _UP_TO_MAX, "high", _ANY_THINKING),
+    ModelInfo("claude-opus-4-5", 200_000, 64_000, 4096, _OPUS_PRICE, _UP_TO_HIGH, "high"),
+    ModelInfo("claude-sonnet-4-6", 1_000_000, 64_000, 1024, Price.from_base(3.0, 15.0), _UP_TO_MAX, "high",
+              _ANY_THINKING),
+    ModelInfo("claude-sonnet-4-5", 200_000, 64_000, 1024, Price.from_base(3.0, 15.0)),
+    ModelInfo("claude-haiku-4-5", 200_000, 64_000, 4096, Price.from_base(1.0, 5.0)),
+)
+
+
+@dataclass(frozen=True)
+class ModelTable(Mapping[str, ModelInfo]):
+    """Model facts by family id; `lookup` also takes dated ids. Immutable: `register` copies."""
+
+    models: Mapping[str, ModelInfo]
+    _warned: set[str] = field(default_factory=set, compare=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
+
+    @classmethod
+    def of(cls, infos: Iterable[ModelInfo]) -> ModelTable:
+        return cls({info.id: info for info in infos})
+
+    def __getitem__(self, model: str) -> ModelInfo:
+        return self.models[model]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.models)
+
+    def __len__(self) -> int:
+        return len(self.models)
+
+    def lookup(self, model: str) -> ModelInfo | None:
+        """The model's facts: exact id first, then the id without a `-YYYYMMDD` date.
+        Never a neighbour by prefix (`claude-opus-5-5` is not `claude-opus-5`)."""
+        return self.models.get(model) or self.models.get(base_model(model))
+
+    def register(self, *infos: ModelInfo) -> ModelTable:
+        """A new table with `infos` added (or replacing entries of the same id)."""
+        return ModelTable({**self.models, **{info.id: info for info in infos}})
+
+    def with_price(self, model: str, price: Price) -> ModelTable:
+        """A new table where `model` costs `price` (a table entry is created if unknown)."""
+        known = self.lookup(model)
+        info = replace(known, price=price) if known else ModelInfo(model, 200_000, 64_000, 4096, price)
+        return self.register(info)
+
+    def price(self, model: str) -> Price | None:
+        info = self.lookup(model)
+        return info.price if info else None
+
+    def warn_unknown(self, model: str) -> ModelInfo | None:
+        """`lookup`, logging once per table and model id what an unknown model leaves unknown."""
+        info = self.lookup(model)
+        with self._lock:
+            if info is None and model not in self._warned:
+                self._warned.add(model)
+                log.warning(
+                    "model %r is not in the model table: its cost, cache minimum, efforts and thinking "
+                    "rules are unknown (costs are reported as None). Register it with "
+                    "MODELS.register(ModelInfo(...)) and pass models= to the Agent.",
+                    model,
+                )
+        return info
+
+
+MODELS: ModelTable = ModelTable.of(_DEFAULT_MODELS)
+"""The models this project knows (late 2026), from the platform docs."""
+
+
+def refine_from_capabilities(models: ModelTable, model: str, capabilities: Any) -> ModelTable:
+    """`models` with `model`'s efforts and thinking types as the API's `ModelCapabilities`
+    reports them (`client.models.retrieve(model).capabilities`). Nothing to go on (an
+    unknown model, no capabilities) leaves the table unchanged."""
+    info = models.lookup(model)
+    if info is None or capabilities is None:
+        return models
+
+    def supported(group: Any, name: str) -> bool:
+        entry = getattr(group, name, None)
+        return bool(entry is not None and getattr(entry, "supported", False))
+
+    effort = getattr(capabilities, "effort", None)
+    thinking = getattr(getattr(capabilities, "thinking", None), "types", None)
+    efforts = tuple(e for e in EFFORTS if effort is not None and effort.supported and supported(effort, e))
+    kinds = tuple(k for k in THINKING_TYPES if thinking is not None and supported(thinking, k))
+    return models.register(replace(info, efforts=efforts, thinking_types=kinds or info.thinking_types))
