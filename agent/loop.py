@@ -218,7 +218,12 @@ class Agent(AgentConfig):
             model=request["model"],
         )
         state.usage.add(record, Path(self.usage_log) if self.usage_log else None)
-        state.calibration.observe(estimate_tokens(request), record.prompt)
+        calibration = state.calibration
+        calibration.observe(estimate_tokens(request), record.prompt, calibration.hidden_tokens(request))
+        details = response.usage.output_tokens_details
+        if details is not None and details.thinking_tokens:
+            content = [b.model_dump(mode="json") for b in response.content]
+            calibration.note_thinking(content, details.thinking_tokens)
         if self.cache:
             state.cache_guard.observe(request, record)
         return response

@@ -223,7 +223,8 @@ class Session:
     def record_usage(self, state: RunState) -> None:
         """The model calls billed since the last record, with the token-estimate calibration
         (so a resumed run estimates, and so checks its budgets, as the original did)."""
-        calibration = {"ratio": state.calibration.ratio, "samples": state.calibration.samples}
+        kept = state.calibration
+        calibration = {"ratio": kept.ratio, "samples": kept.samples, "hidden": kept.hidden}
         for step in state.usage.steps[self._usage_written :]:
             self.write({"event": "usage", "usage": step.to_json(), "calibration": calibration})
         self._usage_written = len(state.usage.steps)

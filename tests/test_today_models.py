@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from agent import Agent, tool
+from agent import Agent, TokenBudgetExceeded, read_session, tool
 from agent.context.compact import transcript
 from agent.context.thinking import first_rewrite, strip_thinking_from, thinking_blocks
+from agent.context.tokens import signature_key
 from agent.events import Event
 from agent.models import MODELS, ModelInfo, Price, refine_from_capabilities
 from agent.testing import ScriptedLLM, reply, tool_use
@@ -324,3 +325,14 @@ def test_usage_records_thinking_models_cost_at_their_own_price() -> None:
     )
     usage = Usage.from_message(1, msg, model="claude-opus-5-5")
     assert usage.cost_usd == pytest.approx((100 * 4 + 50 * 20) / 1e6)
+
+
+def test_the_hidden_length_of_thinking_counts_in_every_estimate(tmp_path: Any) -> None:
+    long_thought = reply(thought("deep"), tool_use("lookup", {"key": "k"}))
+    long_thought["usage"] = {"output_tokens": 5_100, "output_tokens_details": {"thinking_tokens": 5_000}}
+    agent = Agent(llm=ScriptedLLM([long_thought, reply("done")]), tools=[lookup], artifacts_dir=None,
+                  max_input_tokens=3_000)  # room for two small requests, not for 5,000 hidden tokens
+    with pytest.raises(TokenBudgetExceeded):
+        agent.run("go", session=tmp_path / "run.jsonl")
+    saved = read_session(tmp_path / "run.jsonl")
+    assert saved.calibration["hidden"] == {signature_key("sig-deep"): 5_000}  # a resume knows it too
