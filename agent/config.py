@@ -31,6 +31,7 @@ class AgentOptions(TypedDict, total=False):
     system: str
     tools: Sequence[Tool | Callable[..., Any]]
     llm: LLM | None
+    model_retries: int | None
     max_steps: int
     max_tokens: int | None
     thinking: Mapping[str, Any] | None
@@ -75,6 +76,10 @@ class AgentConfig:
     """Tools (or plain typed functions) the model may call."""
     llm: LLM | None = None
     """The model seam; None builds `AnthropicLLM()` from the environment."""
+    model_retries: int | None = None
+    """How often a failed model call (timeout, lost connection, 408/409/429/5xx) is tried
+    again, each attempt budget-checked and its possible cost counted (`agent.retry`). None
+    takes the `llm`'s own `max_retries` (2 for a default `AnthropicLLM`), else 2."""
     max_steps: int = 20
     """Most model calls in one run; one more raises `StepBudgetExceeded`."""
     max_tokens: int | None = None

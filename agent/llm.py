@@ -73,8 +73,9 @@ class AnthropicLLM:
 
     The key and base URL come from the arguments or, when omitted, from
     `ANTHROPIC_API_KEY` and `ANTHROPIC_BASE_URL` (the SDK's own lookup), so any
-    Messages-API-compatible server works unchanged. `max_retries` and `timeout`
-    go straight to the SDK, which retries 408/409/429/5xx with backoff.
+    Messages-API-compatible server works unchanged. `timeout` goes to the SDK.
+    `max_retries` is how often a failed call is tried again; an `Agent` takes the retrying
+    over (`without_retries`) so that its budgets see every attempt (`agent.retry`).
     `stream=False` sends plain requests (the SDK then refuses large `max_tokens`).
     """
 
@@ -92,6 +93,15 @@ class AnthropicLLM:
         self.client = client or anthropic.Anthropic(
             api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout
         )
+        self.max_retries = self.client.max_retries
+
+    def without_retries(self) -> AnthropicLLM:
+        """The same transport with the SDK's own (budget-invisible) retries switched off."""
+        if self.client.max_retries == 0:
+            return self
+        twin = AnthropicLLM(stream=self.streaming, client=self.client.with_options(max_retries=0))
+        twin.max_retries = self.max_retries
+        return twin
 
     def create(self, request: Mapping[str, Any]) -> Message:
         if self.streaming:

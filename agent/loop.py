@@ -19,6 +19,7 @@ so the caller's lists and any earlier snapshot stay as they were.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections.abc import Sequence
@@ -28,6 +29,7 @@ from typing import Any
 from anthropic.types import Message
 from typing_extensions import Unpack
 
+from agent import retry
 from agent.approval import run_guarded
 from agent.budget import check_budgets
 from agent.config import AgentConfig, AgentOptions, check_effort
@@ -62,6 +64,8 @@ __all__ = ["Agent", "RunResult", "RunState"]
 
 log = logging.getLogger("agent")
 
+DEFAULT_RETRIES = 2
+
 
 class Agent(AgentConfig):
     """A model, a system prompt and tools, run in a loop under budgets."""
@@ -75,7 +79,12 @@ class Agent(AgentConfig):
                 )
         self.registry = ToolRegistry(self.tools, default_timeout=self.tool_timeout)
         register_read_artifact(self.registry, self.artifacts_dir, self.diet)
-        self.llm: LLM = self.llm or AnthropicLLM()
+        llm = self.llm or AnthropicLLM()
+        if self.model_retries is None:
+            self.model_retries = int(getattr(llm, "max_retries", DEFAULT_RETRIES))
+        if isinstance(llm, AnthropicLLM):
+            llm = llm.without_retries()  # the loop retries, so the budgets see every attempt
+        self.llm: LLM = llm
 
     # -- running ---------------------------------------------------------------------
 
@@ -191,24 +200,21 @@ class Agent(AgentConfig):
         check_budgets(self, request, state)
 
     def call_model(self, request: dict[str, Any], state: RunState) -> Message:
-        """One call through the seam, with its usage recorded; failures keep the partial run.
-        With `on_event` and a streaming `LLM`, text and thinking deltas are reported as they come."""
-        started = time.monotonic()
-        try:
-            if self.on_event is not None and isinstance(self.llm, StreamingLLM):
-                step, callback = state.step, self.on_event
-
-                def on_delta(kind: str, text: str) -> None:
-                    emit(callback, Event("thinking" if kind == "thinking" else "text", step, text))
-
-                response = self.llm.stream(request, on_delta)
-            else:
-                response = self.llm.create(request)
-        except Exception as error:
-            raise ModelCallFailed(
-                f"model call failed at step {state.step}: {type(error).__name__}: {error}",
-                state.result(final_text(state.messages), "error"),
-            ) from error
+        """One call through the seam, with its usage recorded. A transient failure is tried
+        again up to `model_retries` times, each retry budget-checked and each failed attempt
+        that may have been billed counted at a conservative estimate (`agent.retry`); a call
+        that still fails raises `ModelCallFailed` carrying the partial run."""
+        for attempt in itertools.count():
+            started = time.monotonic()
+            try:
+                response = self.send(request, state)
+                break
+            except Exception as error:
+                if not self.retry_after(error, attempt, request, state):
+                    raise ModelCallFailed(
+                        f"model call failed at step {state.step}: {type(error).__name__}: {error}",
+                        state.result(final_text(state.messages), "error"),
+                    ) from error
         record = Usage.from_message(
             state.step,
             response,
@@ -227,6 +233,47 @@ class Agent(AgentConfig):
         if self.cache:
             state.cache_guard.observe(request, record)
         return response
+
+    def send(self, request: dict[str, Any], state: RunState) -> Message:
+        """One attempt through the seam; with `on_event` and a streaming `LLM`, text and
+        thinking deltas are reported as they arrive."""
+        if self.on_event is None or not isinstance(self.llm, StreamingLLM):
+            return self.llm.create(request)
+        step, callback = state.step, self.on_event
+
+        def on_delta(kind: str, text: str) -> None:
+            emit(callback, Event("thinking" if kind == "thinking" else "text", step, text))
+
+        return self.llm.stream(request, on_delta)
+
+    def retry_after(self, error: Exception, attempt: int, request: dict[str, Any], state: RunState) -> bool:
+        """After a failed attempt: count what it may have cost, then decide whether to try again
+        (a transient error, retries left, and the budgets still allow the next attempt)."""
+        if retry.may_be_billed(error):
+            estimate = retry.estimated_attempt(
+                state.step,
+                request["model"],
+                state.calibration.estimate(request),
+                state.usage.steps,
+                self.models.price(request["model"]),
+                request["max_tokens"],
+            )
+            state.usage.add(estimate, Path(self.usage_log) if self.usage_log else None)
+        if not retry.retryable(error) or attempt >= (self.model_retries or 0):
+            return False
+        wait = retry.backoff_seconds(error, attempt)
+        log.warning(
+            "[step %d] model call failed (%s: %s); retry %d of %d in %.1f s",
+            state.step,
+            type(error).__name__,
+            error,
+            attempt + 1,
+            self.model_retries,
+            wait,
+        )
+        self.check_budgets(request, state)
+        time.sleep(wait)
+        return True
 
     def retry_with_room(self, request: dict[str, Any], response: Message, state: RunState) -> Message:
         """Once per step, ask again with twice the `max_tokens` (up to the model's limit) when

@@ -53,7 +53,11 @@ class Usage:
     cache_write_1h: int = 0
     """The part of `cache_write` written with the 1-hour TTL (priced 2x, not 1.25x)."""
     purpose: str = "step"
-    """Why the call was made: "step" (the loop) or "summary" (a compaction's summarizer)."""
+    """Why the call was made: "step" (the loop), "summary" (a compaction's summarizer), or
+    "failed_attempt" (an attempt that failed after the server may have billed it; estimated)."""
+    thinking_dropped: int = 0
+    """Thinking blocks the API dropped from this request (`input_transformations`, under
+    `prefix_mismatch_behavior="drop_block"`): reasoning that no longer reached the model."""
 
     @property
     def prompt(self) -> int:
@@ -89,6 +93,8 @@ class Usage:
                 + u.output_tokens * price.output
             ) / 1_000_000
         tools = tuple(b.name for b in message.content if b.type == "tool_use")
+        changes = getattr(message, "input_transformations", None) or []
+        dropped = sum(1 for c in changes if isinstance(c, dict) and c.get("type") == "thinking_dropped")
         return cls(
             step,
             message.model,
@@ -102,6 +108,7 @@ class Usage:
             message.stop_reason,
             tools,
             write_1h,
+            thinking_dropped=dropped,
         )
 
     def line(self, hit_ratio: float | None = None) -> str:
@@ -115,6 +122,10 @@ class Usage:
             text += f" hit={hit_ratio:.0%}"
         if self.tools:
             text += " tools=" + ",".join(self.tools)
+        if self.thinking_dropped:
+            text += f" thinking_dropped={self.thinking_dropped}"
+        if self.purpose != "step":
+            text += f" ({self.purpose})"
         return text
 
     def to_json(self) -> dict[str, Any]:

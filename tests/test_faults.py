@@ -1,15 +1,17 @@
 """Faults on the wire and in tools: typed errors, nothing lost, the session resumable.
 
-The model side runs on the local simulator through the real SDK, which retries
-429/5xx/timeouts itself; what the loop must do is end the run with
-`ModelCallFailed` (carrying the partial result) once the retries are spent, and
-leave the session so `resume` finishes the job without running a tool twice.
+The model side runs on the local simulator through the real SDK. The agent owns the
+retries (429/5xx/timeouts; the SDK's own are switched off so the budgets see every
+attempt); what the loop must do is count each attempt that may have been billed, end
+the run with `ModelCallFailed` (carrying the partial result) once the retries are
+spent, and leave the session so `resume` finishes the job without running a tool twice.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +20,7 @@ from typing import Any
 import anthropic
 import pytest
 
-from agent import Agent, ModelCallFailed, tool
+from agent import MODELS, Agent, AgentError, ModelCallFailed, tool
 from agent.registry import MAX_OUTPUT_CHARS
 from agent.testing import ScriptedLLM, reply, tool_use, validate_request
 from agent.testing.simulator import MessagesSimulator
@@ -64,21 +66,24 @@ def refund_agent(llm: Any, fault: Callable[[], None], counts: dict[str, int]) ->
     return Agent(llm=llm, tools=[get_order, request_refund], allow=["request_refund"], artifacts_dir=None)
 
 
-FAULTS: dict[str, tuple[dict[str, Any], type[Exception], int]] = {
-    # name: (what the simulator does, the SDK's error, how often the SDK tries the call)
-    "429 rate limited": ({"status": 429, "retry_after": 0.01}, anthropic.RateLimitError, 2),
-    "529 overloaded": ({"status": 529, "retry_after": 0.01}, anthropic.OverloadedError, 2),
-    "500 server error": ({"status": 500, "retry_after": 0.01}, anthropic.InternalServerError, 2),
-    "malformed body": ({"malformed": True}, json.JSONDecodeError, 1),  # a 200: the SDK does not retry
-    "timeout": ({"delay": 1.0}, anthropic.APITimeoutError, 2),
+FAULTS: dict[str, tuple[dict[str, Any], type[Exception], bool]] = {
+    # name: (what the simulator does, the SDK's error, whether the server may have billed it)
+    "429 rate limited": ({"status": 429, "retry_after": 0.01}, anthropic.RateLimitError, False),
+    "529 overloaded": ({"status": 529, "retry_after": 0.01}, anthropic.OverloadedError, False),
+    "500 server error": ({"status": 500, "retry_after": 0.01}, anthropic.InternalServerError, False),
+    "malformed body": ({"malformed": True}, Exception, True),
+    "timeout": ({"delay": 1.0}, anthropic.APITimeoutError, True),
 }
+TRIES = 2
+"""`max_retries=1`: the agent makes every call at most twice."""
 
 
 @pytest.mark.parametrize("name", FAULTS)
 def test_a_model_call_that_still_fails_after_retries_ends_typed_and_resumable(
     simulator: Simulator, tmp_path: Path, name: str
 ) -> None:
-    fault, sdk_error, tries = FAULTS[name]
+    fault, sdk_error, billed = FAULTS[name]
+    tries = TRIES
     sim = simulator(answers)
     counts = {"get_order": 0, "request_refund": 0}
     llm = sim.llm(max_retries=1, timeout=0.25)
@@ -91,7 +96,10 @@ def test_a_model_call_that_still_fails_after_retries_ends_typed_and_resumable(
     assert isinstance(failure.value.__cause__, sdk_error)
     assert len(sim.requests) == 2 + tries  # steps 1 and 2, then every try of step 3
     partial = failure.value.result
-    assert partial is not None and partial.stop_reason == "error" and len(partial.steps) == 2
+    assert partial is not None and partial.stop_reason == "error"
+    failed = ["failed_attempt"] * (tries if billed else 0)
+    assert [u.purpose for u in partial.steps] == ["step", "step", *failed]
+    assert all(u.cost_usd for u in partial.steps)  # a possibly billed attempt is counted, never free
     kinds = [b["type"] for m in partial.messages for b in m["content"]]
     assert kinds.count("tool_result") == 2  # the paid-for work is in the error
     last = json.loads(path.read_text().splitlines()[-1])
@@ -101,7 +109,7 @@ def test_a_model_call_that_still_fails_after_retries_ends_typed_and_resumable(
     assert resumed.text == "A1 is refunded." and resumed.stop_reason == "end_turn"
     assert counts == {"get_order": 1, "request_refund": 1}  # nothing ran twice
     assert sim.rejected == []  # every request, before and after, was valid
-    assert [u.step for u in resumed.steps] == [1, 2, 3]
+    assert [u.step for u in resumed.steps if u.purpose == "step"] == [1, 2, 3]
 
 
 def test_one_fault_within_the_retries_is_absorbed_by_the_sdk(simulator: Simulator) -> None:
@@ -195,3 +203,42 @@ def test_a_tool_returning_megabytes_is_bounded_in_memory_history_and_session(
     assert len(sent) <= MAX_OUTPUT_CHARS + 200 and f"chars cut: dump returned {len(text):,}" in sent
     assert path.stat().st_size < 3 * MAX_OUTPUT_CHARS
     assert peak < size / 4  # measured: ~5 MB bounded, ~125 MB when the 40 MB is kept and copied
+
+
+def billed_usd(sim: MessagesSimulator, model: str) -> float:
+    """What the simulator billed (answers the client gave up on included), at `model`'s prices."""
+    price = MODELS.price(model)
+    assert price is not None
+    return sum(
+        (
+            u["input_tokens"] * price.input
+            + u["cache_creation_input_tokens"] * price.cache_write_5m
+            + u["cache_read_input_tokens"] * price.cache_read
+            + u["output_tokens"] * price.output
+        )
+        / 1e6
+        for u in sim.usages
+    )
+
+
+def test_timed_out_attempts_count_against_the_dollar_budget(simulator: Simulator) -> None:
+    """The issue's repro: answers come after 0.8 s, the client waits 0.5 s and retries twice,
+    the budget is $0.05. Before, the run counted $0.037 while the server billed $0.166."""
+
+    def talkative(request: dict[str, Any]) -> Any:
+        return reply("Still thinking about it. " * 40, tool_use("get_order", {"order_id": "A1"}))
+
+    sim = simulator(talkative)
+    sim.inject(delay=0.8, times=50)
+    counts = {"get_order": 0, "request_refund": 0}
+    agent = refund_agent(sim.llm(max_retries=2, timeout=0.5), lambda: None, counts)
+    agent.max_cost_usd = 0.05
+    agent.system = "You look orders up. " * 400  # ~2,000 tokens a call: about $0.013 per attempt
+    with pytest.raises(AgentError) as stopped:
+        agent.run("Refund A1.")
+    time.sleep(0.9)  # let the simulator bill the last answer the client gave up on
+    counted = stopped.value.result.usage.cost_usd if stopped.value.result else None
+    billed = billed_usd(sim, agent.model)
+    assert counted is not None and counted >= billed * 0.98, (counted, billed)
+    one_call = max(u.cost_usd or 0 for u in stopped.value.result.steps)  # type: ignore[union-attr]
+    assert billed <= 0.05 + one_call, "the budget was overshot by more than one call"
