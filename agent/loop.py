@@ -114,7 +114,7 @@ class Agent(AgentConfig):
         Budgets count the whole run, before and after the resume.
         """
         session, saved = Session.reopen(path)
-        step = max((u.step for u in saved.usage), default=0)
+        step = max((u.step for u in saved.usage if u.purpose == "step"), default=0)  # the last answered
         state = RunState(saved.messages, RunUsage(saved.usage), Calibration(**saved.calibration), step)
         state.run_id, state.session, state.prompt = saved.run_id, session, saved.prompt
         if saved.stop_reason is not None:  # it had finished: nothing to do

@@ -73,8 +73,9 @@ def test_without_compaction_the_same_run_outgrows_the_limit(
 def test_batched_pruning_keeps_the_cache_reading(
     simulator: Callable[..., MessagesSimulator], steps: int
 ) -> None:
-    every_step = run_scenario(simulator, steps, keep_recent=3, prune_batch=1)
-    batched = run_scenario(simulator, steps, keep_recent=3, prune_batch=4)
+    no_thinking = {"thinking": {"type": "disabled"}}  # pruning's economics alone (thinking: test_today_run)
+    every_step = run_scenario(simulator, steps, keep_recent=3, prune_batch=1, **no_thinking)
+    batched = run_scenario(simulator, steps, keep_recent=3, prune_batch=4, **no_thinking)
     assert every_step.sim.rejected == [] and batched.sim.rejected == []
     reads = every_step.result.usage.cache_read, batched.result.usage.cache_read
     assert reads[1] > 2 * reads[0], reads

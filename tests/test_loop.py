@@ -196,7 +196,7 @@ def test_usage_is_parsed_priced_and_logged(tmp_path: Path, caplog: pytest.LogCap
     log_file = tmp_path / "usage.jsonl"
     agent, _ = agent_with(
         [reply(tool_use("record", {"note": "a"}), **usage), reply("ok", **usage)],
-        model="claude-sonnet-4-5",
+        model="claude-sonnet-4-6",
         usage_log=log_file,
         effort="medium",
     )
@@ -205,7 +205,7 @@ def test_usage_is_parsed_priced_and_logged(tmp_path: Path, caplog: pytest.LogCap
     step = result.steps[0]
     assert (step.uncached, step.cache_read, step.cache_write, step.output) == (400, 3000, 200, 100)
     assert step.prompt == 3600
-    # Sonnet 4.5: $3 input, $3.75 5m write, $0.30 read, $15 output per million.
+    # Sonnet 4.6 (Sonnet 4.5 takes no effort): $3 input, $3.75 5m write, $0.30 read, $15 output per million.
     assert step.cost_usd == pytest.approx((400 * 3 + 200 * 3.75 + 3000 * 0.3 + 100 * 15) / 1e6)
     assert step.tools == ("record",) and step.effort == "medium" and step.stop_reason == "tool_use"
     assert result.usage.cost_usd == pytest.approx(2 * step.cost_usd)

@@ -133,7 +133,7 @@ def conversation(**extra: Any) -> dict[str, Any]:
         ({"output_config": {"effort": "high"}}, {"output_config": {"effort": "low"}}),
         ({}, {"output_config": {"effort": "low"}}),
         ({"tool_choice": {"type": "auto"}}, {"tool_choice": {"type": "any"}}),
-        ({}, {"thinking": {"type": "enabled", "budget_tokens": 1024}}),
+        ({}, {"thinking": {"type": "adaptive", "display": "summarized"}}),
     ],
 )
 def test_effort_tool_choice_thinking_invalidate_only_the_messages(
@@ -209,7 +209,7 @@ def test_below_the_model_minimum_nothing_is_cached(simulator: Any, model: str, m
 
 
 def test_minimums_are_the_documented_ones() -> None:
-    assert MIN_CACHEABLE_TOKENS == {
+    documented = {
         "claude-opus-5": 512,
         "claude-sonnet-5": 1024,
         "claude-sonnet-4-6": 1024,
@@ -220,6 +220,7 @@ def test_minimums_are_the_documented_ones() -> None:
         "claude-opus-4-5": 4096,
         "claude-haiku-4-5": 4096,
     }
+    assert {model: MIN_CACHEABLE_TOKENS.get(model) for model in documented} == documented
 
 
 def test_minimum_boundary_is_exact() -> None:

@@ -1,10 +1,11 @@
 """What the simulator sends back, in the API's shapes: messages, errors, and policy answers.
 
 A policy may answer loosely (a string, a list of strings and blocks, a `reply()`
-dict); the API never does. `normalize` turns the loose answer into exactly what
-the API would send, and refuses what it never sends (an empty text block, a
-tool call without a name), so a careless policy cannot make the framework look
-better than a real model would let it.
+dict, thinking blocks to script the model's reasoning); the API never does.
+`normalize` turns the loose answer into exactly what the API would send, and
+refuses what it never sends (an empty text block, a tool call without a name), so
+a careless policy cannot make the framework look better than a real model would
+let it.
 """
 
 from __future__ import annotations
@@ -63,10 +64,25 @@ def normalize(answer: Any) -> tuple[list[dict[str, Any]], str]:
             content.append(
                 {"type": "tool_use", "id": "", "name": block["name"], "input": dict(block.get("input") or {})}
             )
+        elif block.get("type") in ("thinking", "redacted_thinking") and _scripted_thinking(block):
+            content.append(block)
         else:
             raise ValueError(f"policy returned a block the API never sends: {block!r}")
-    if not content and stop_reason not in ("max_tokens", "refusal", "pause_turn"):
+    visible = [b for b in content if b["type"] not in ("thinking", "redacted_thinking")]
+    if not visible and stop_reason not in ("max_tokens", "refusal", "pause_turn"):
         raise ValueError("policy returned no content")
     if stop_reason is None:
         stop_reason = "tool_use" if any(b["type"] == "tool_use" for b in content) else "end_turn"
     return content, str(stop_reason)
+
+
+def _scripted_thinking(block: Mapping[str, Any]) -> bool:
+    """A policy's thinking block: `{"type": "thinking", "thinking": text, "tokens": n}` (both
+    optional) or `{"type": "redacted_thinking", "tokens": n}`; the simulator signs it."""
+    text, tokens = block.get("thinking"), block.get("tokens")
+    allowed = {"type", "thinking", "tokens"} if block.get("type") == "thinking" else {"type", "tokens"}
+    return (
+        set(block) <= allowed
+        and (text is None or isinstance(text, str))
+        and (tokens is None or (isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0))
+    )

@@ -15,6 +15,9 @@ follows the documented semantics strictly rather than generously:
   only an entry an earlier request wrote at one of its breakpoints, found by
   looking back from each of its own breakpoints over at most `LOOKBACK_BLOCKS`
   positions (the breakpoint's own position and the 19 before it).
+* A thinking block the simulator signed costs its hidden length (recorded in its
+  signature), not the length of its possibly empty text: sent back, the model reads
+  the whole reasoning, and it is billed as input.
 * The model id seeds the chain (caches are per model); `tool_choice`, `thinking`
   and `output_config.effort` are mixed in where the messages level starts, so
   changing them invalidates the cached messages but not tools or system.
@@ -30,13 +33,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from agent.context.cache import MIN_CACHEABLE_TOKENS
+from agent.models import MODELS, base_model
+from agent.testing.signatures import hidden_tokens
 
 __all__ = [
     "LOOKBACK_BLOCKS",
@@ -53,17 +57,12 @@ __all__ = [
 
 LOOKBACK_BLOCKS = 20
 TTL_SECONDS: Mapping[str, float] = {"5m": 300.0, "1h": 3600.0}
-_DATED = re.compile(r"-\d{8}$")
-
-
-def base_model(model: str) -> str:
-    """`claude-haiku-4-5-20251001` → `claude-haiku-4-5` (other ids unchanged)."""
-    return _DATED.sub("", model)
 
 
 def min_cacheable_tokens(model: str) -> int | None:
     """The model's minimum cacheable prefix, or None for a model the table does not know."""
-    return MIN_CACHEABLE_TOKENS.get(base_model(model))
+    info = MODELS.lookup(model)
+    return info.min_cacheable if info else None
 
 
 def _compact(value: Any) -> str:
@@ -71,8 +70,12 @@ def _compact(value: Any) -> str:
 
 
 def block_tokens(block: Any) -> int:
-    """Deterministic token estimate of one block: ceil(chars / 4) of its compact JSON, at least 1."""
-    return _tokens(_compact(block))
+    """Deterministic token estimate of one block: ceil(chars / 4) of its compact JSON, at least 1.
+
+    A thinking block the simulator signed costs its hidden length instead (the thinking
+    the model reads back, however short the text the client was shown)."""
+    hidden = hidden_tokens(block)
+    return hidden if hidden is not None else _tokens(_compact(block))
 
 
 @dataclass(frozen=True)
@@ -124,7 +127,9 @@ def render(body: Mapping[str, Any]) -> list[Position]:
         ttl = _marker_ttl(block) if isinstance(block, Mapping) else None
         text = _compact(_without_marker(block) if isinstance(block, Mapping) else block)
         chain.update(f"{level}|{prefix}{text}\n".encode())
-        positions.append(Position(level, text, _tokens(text), chain.hexdigest(), ttl))
+        hidden = hidden_tokens(block)
+        tokens = hidden if hidden is not None else _tokens(text)
+        positions.append(Position(level, text, tokens, chain.hexdigest(), ttl))
 
     for tool in body.get("tools") or []:
         add("tools", tool)

@@ -27,22 +27,36 @@ given. Like the API, the simulator names tool calls itself: ids are
 `toolu_sim_<response>_<index>`, deterministic for a given sequence of requests.
 A policy that raises gets a 500 `api_error`, and the traceback lands in `.errors`.
 
+Thinking follows today's models (`agent.testing.output`, `agent.testing.thinking`):
+a model that `thinks_by_default` (or `thinking` adaptive/enabled) starts its answer
+with a signed thinking block of `thinking(body)` tokens (`thinking=` option; 16 by
+default), empty under display "omitted"; thinking and answer share `max_tokens` and
+thinking is billed as output (`usage.output_tokens_details.thinking_tokens`). Blocks
+sent back are billed as input at their hidden length, must carry this simulator's
+signature over unchanged text, and, on models with preserved thinking, must still
+sit on the prefix they were produced after (400, or dropped under `drop_block` with
+the beta header, listed in `input_transformations`). `secret=` keys the signatures.
+
 Usage follows the prompt-cache rules of `agent.testing.cache_model` (breakpoints,
 20-block lookback, per-model minimum, TTL on the injectable `clock`, invalidation
 by level) with a deterministic token estimate; uncached + read + write is always
 the whole prompt.
+
+`"stream": true` gets the same message as server-sent events (`agent.testing.sse`),
+so `messages.stream(...).get_final_message()` equals the non-streamed answer.
 
 Fault injection (for retry and durability tests), applied to the next
 `/v1/messages` requests in the order injected:
 
     sim.inject(status=429, times=2, retry_after=0)   # two rate-limit errors, then normal
     sim.inject(status=529)                           # one overloaded_error
-    sim.inject(malformed=True)                       # one 200 whose body is cut-off JSON
+    sim.inject(malformed=True)                       # one 200 whose body (or event) is cut-off JSON
     sim.inject(delay=2.0)                            # one answer held back 2 s (timeouts)
 
-Every faulted request is kept in `.requests`. One answered with an error status or a
-malformed body is never validated or billed; a delayed one is answered normally after
-the delay (validated and billed, even if the client gave up waiting, as a server would).
+Every faulted request is kept in `.requests`. One answered with an error status (JSON,
+before any stream starts) or a malformed body is never validated or billed; a delayed
+one is answered normally after the delay (validated and billed, even if the client gave
+up waiting, as a server would).
 Responses carry `server: agent-from-scratch-simulator`, so a recorded cassette
 shows where it came from.
 """
@@ -50,26 +64,32 @@ shows where it came from.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, TypeAlias
 
 import anthropic
 
 from agent.llm import AnthropicLLM
+from agent.testing import sse
 from agent.testing.answers import Reply, error_body, json_reply, normalize
-from agent.testing.cache_model import MIN_CACHEABLE_TOKENS, PromptCache, base_model, block_tokens, render
+from agent.testing.cache_model import MIN_CACHEABLE_TOKENS, PromptCache, base_model, render
+from agent.testing.output import compose, sign
+from agent.testing.server import SERVER_NAME, LoopbackServer
+from agent.testing.signatures import DEFAULT_SECRET, Signer
+from agent.testing.thinking import Checked, check_history, mode_of
 from agent.testing.validate import validate_count_tokens, validate_request
 
-__all__ = ["SERVER_NAME", "Fault", "MessagesSimulator", "Policy"]
+__all__ = ["DEFAULT_THINKING_TOKENS", "SERVER_NAME", "Fault", "MessagesSimulator", "Policy"]
 
-SERVER_NAME = "agent-from-scratch-simulator"
+DEFAULT_THINKING_TOKENS = 16
+"""Tokens of each thinking block unless `thinking=` says otherwise: a short, fixed think."""
 Policy: TypeAlias = Callable[[dict[str, Any]], Any]
 
 
@@ -89,6 +109,10 @@ def _default_policy(body: dict[str, Any]) -> Any:
     return "ok"
 
 
+def _default_thinking(body: dict[str, Any]) -> int:
+    return DEFAULT_THINKING_TOKENS
+
+
 class MessagesSimulator:
     """A loopback Messages API; use as a context manager (or `start()` / `stop()`)."""
 
@@ -97,6 +121,8 @@ class MessagesSimulator:
         policy: Policy | None = None,
         *,
         summarizer: Policy | None = None,
+        thinking: Callable[[dict[str, Any]], int] | None = None,
+        secret: bytes = DEFAULT_SECRET,
         clock: Callable[[], float] = time.monotonic,
         models: Mapping[str, int] | None = None,
         host: str = "127.0.0.1",
@@ -104,6 +130,9 @@ class MessagesSimulator:
     ) -> None:
         self.policy = policy or _default_policy
         self.summarizer = summarizer
+        self.thinking = thinking or _default_thinking
+        """`thinking(request_body)`: tokens of each thinking block the model writes (0: none)."""
+        self.signer = Signer(secret)
         self.cache = PromptCache(clock=clock)
         self.models = {**MIN_CACHEABLE_TOKENS, **(models or {})}
         """Known model ids and their minimum cacheable length; others get a 404."""
@@ -115,8 +144,7 @@ class MessagesSimulator:
         self._faults: list[Fault] = []
         self._lock = threading.Lock()
         self._address = (host, port)
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._server: LoopbackServer | None = None
         self._responses = 0
 
     # -- lifecycle ------------------------------------------------------------------
@@ -140,26 +168,14 @@ class MessagesSimulator:
 
     def start(self) -> MessagesSimulator:
         if self._server is None:
-            server = _Server(self._address, _Handler)
-            server.simulator = self
-            self._server = server
-            self._thread = threading.Thread(
-                target=server.serve_forever,
-                kwargs={"poll_interval": 0.05},
-                name="messages-simulator",
-                daemon=True,
-            )
-            self._thread.start()
+            self._server = LoopbackServer(self._address, self.handle)
+            self._server.start()
         return self
 
     def stop(self) -> None:
         server, self._server = self._server, None
         if server is not None:
-            server.shutdown()
-            server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
+            server.stop()
 
     def __enter__(self) -> MessagesSimulator:
         return self.start()
@@ -213,6 +229,9 @@ class MessagesSimulator:
                 extra = {} if fault.retry_after is None else {"retry-after": f"{fault.retry_after:g}"}
                 text = fault.message or f"injected {fault.status}"
                 return json_reply(fault.status, error_body(fault.status, text), extra)
+            if fault.malformed and body.get("stream") is True:
+                cut = b'event: message_start\ndata: {"type": "message_start", "message": {"id": "msg_sim_\n\n'
+                return Reply(200, cut, {"content-type": sse.CONTENT_TYPE})
             if fault.malformed:
                 return Reply(200, b'{"id": "msg_sim_malformed", "type": "message", "content": [', {})
         with self._lock:
@@ -224,50 +243,69 @@ class MessagesSimulator:
         if "anthropic-version" not in headers:
             return json_reply(400, error_body(400, "anthropic-version: header is required"))
         counting = path.endswith("/count_tokens")
-        errors = validate_count_tokens(body) if counting else validate_request(body)
+        check = validate_count_tokens if counting else validate_request
+        errors = check(body, api_version=headers["anthropic-version"])  # the rules of the client's version
         if errors:
-            self.rejected.append((copy.deepcopy(body), errors))
-            return json_reply(
-                400, error_body(400, f"{len(errors)} validation error(s): " + "; ".join(errors))
-            )
+            return self._reject(body, errors, f"{len(errors)} validation error(s): " + "; ".join(errors))
         model = str(body["model"])
         if base_model(model) not in self.models:
             return json_reply(404, error_body(404, f"model: {model}"))
-        if counting:
-            return json_reply(200, {"input_tokens": sum(p.tokens for p in render(body))})
-        return self._answer(body, self.models[base_model(model)])
+        mode = mode_of(body, headers)
+        if isinstance(mode, str):
+            return self._reject(body, [mode], mode)
+        checked = check_history(body, self.signer, mode)
+        if checked.error is not None:
+            return self._reject(body, [checked.error], checked.error)
+        if counting:  # dropped thinking blocks are not counted, nor billed
+            return json_reply(200, {"input_tokens": sum(p.tokens for p in render(checked.body))})
+        return self._answer(body, checked, self.models[base_model(model)])
 
-    def _answer(self, body: dict[str, Any], minimum: int) -> Reply:
+    def _reject(self, body: dict[str, Any], errors: list[str], message: str) -> Reply:
+        self.rejected.append((copy.deepcopy(body), errors))
+        return json_reply(400, error_body(400, message))
+
+    def _answer(self, body: dict[str, Any], checked: Checked, minimum: int) -> Reply:
+        prompt = checked.body  # what the model sees: thinking blocks that failed `drop_block` removed
         use_summarizer = "tools" not in body and self.summarizer is not None
         policy = self.summarizer if use_summarizer and self.summarizer else self.policy
+        number = f"{self._responses + 1:04d}"
         try:
-            content, stop_reason = normalize(policy(copy.deepcopy(body)))
+            content, stop_reason = normalize(policy(copy.deepcopy(prompt)))
+            calls = [b for b in content if b["type"] == "tool_use"]
+            for index, block in enumerate(calls):
+                block["id"] = f"toolu_sim_{number}_{index}"  # named before the cut: the id costs tokens
+            think = functools.cache(lambda: int(self.thinking(copy.deepcopy(prompt))))
+            output = compose(content, stop_reason, checked.mode, think, int(body["max_tokens"]))
         except Exception:
             self.errors.append(traceback.format_exc())
             return json_reply(
                 500, error_body(500, "the simulator's policy raised; see MessagesSimulator.errors")
             )
         self._responses += 1
-        calls = 0
-        for block in content:
-            if block["type"] == "tool_use":
-                block["id"] = f"toolu_sim_{self._responses:04d}_{calls}"
-                calls += 1
-        usage = self.cache.account_positions(render(body), minimum).to_json()
-        usage["output_tokens"] = sum(block_tokens(b) for b in content)
+        usage = self.cache.account_positions(render(prompt), minimum).to_json()
+        usage["output_tokens"] = output.output_tokens
+        if output.thinking_tokens is not None:
+            usage["output_tokens_details"] = {"thinking_tokens": output.thinking_tokens}
         usage["service_tier"] = "standard"
         self.usages.append(usage)
-        message = {
-            "id": f"msg_sim_{self._responses:04d}",
+        message: dict[str, Any] = {
+            "id": f"msg_sim_{number}",
             "type": "message",
             "role": "assistant",
             "model": body["model"],
-            "content": content,
-            "stop_reason": stop_reason,
+            "content": sign(output, checked, self.signer, f"msg_sim_{number}"),
+            "stop_reason": output.stop_reason,
             "stop_sequence": None,
+            "stop_details": None,
             "usage": usage,
         }
-        return json_reply(200, message, {"request-id": f"req_sim_{self._responses:04d}"})
+        transformations = checked.transformations()
+        if transformations is not None:
+            message["input_transformations"] = transformations
+        headers = {"request-id": f"req_sim_{number}"}
+        if body.get("stream") is True:
+            return Reply(200, sse.stream_body(message), {**headers, "content-type": sse.CONTENT_TYPE})
+        return json_reply(200, message, headers)
 
     def _next_fault(self) -> Fault | None:
         if not self._faults:
@@ -289,41 +327,3 @@ def _parse(method: str, path: str, raw: bytes) -> dict[str, Any] | Reply:
     if not isinstance(body, dict):
         return json_reply(400, error_body(400, "request body must be a JSON object"))
     return body
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    simulator: MessagesSimulator
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        pass  # a client that gave up (a timeout test) is not the simulator's error
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-    protocol_version = "HTTP/1.1"
-
-    def version_string(self) -> str:
-        return SERVER_NAME
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # quiet: tests assert on `.requests`, not on access logs
-
-    def do_POST(self) -> None:
-        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
-        self._send(self.server.simulator.handle("POST", self.path, dict(self.headers.items()), raw))
-
-    def do_GET(self) -> None:
-        self._send(json_reply(404, error_body(404, f"GET {self.path}: not found")))
-
-    def _send(self, reply: Reply) -> None:
-        self.close_connection = True
-        self.send_response(reply.status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(reply.body)))
-        self.send_header("connection", "close")
-        for name, value in reply.headers.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(reply.body)

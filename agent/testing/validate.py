@@ -6,8 +6,28 @@ This validator is the strict witness. It returns every violation it finds (empty
 list = the API would accept the shape); the simulator answers 400 with them, and
 the property tests assert none ever appear.
 
-Rules follow `shared/WIRE-RULES.md`. Consecutive same-role messages are merged
-first, as the API does, and the pairing rules are checked on the merged turns.
+Strict, but never stricter than the API: a rule the real API does not have makes
+the simulator refuse valid traffic and pushes the framework to work around a
+fake. So the two halves come from two sources:
+
+* **Structure** (block types, keys, JSON types, literals) is derived from the
+  `anthropic` SDK's own request types by `agent.testing.wire_shapes`, stable and
+  beta: server-tool blocks, `tool_reference`, MCP blocks, `compaction`,
+  mid-conversation system messages, `context_management` and the rest are
+  accepted because the SDK declares them, and a key the SDK does not declare is
+  "Extra inputs are not permitted", as the API says.
+* **Semantics** the types cannot express are the refusals listed in
+  `shared/WIRE-RULES.md` ("What the API rejects"): tool_use/tool_result pairing
+  on merged turns, `tool_result` first in its message, empty text (and text that
+  is whitespace alone in its message), more than 4 cache breakpoints, tool-name pattern and uniqueness,
+  `input_schema` of type object, `tool_use` ids unique within a turn; plus the
+  per-model refusals read from `agent.models` (effort levels, thinking types,
+  forced tool use). A model the table does not know gets no per-model rule.
+
+Deliberately *not* refused, because live traffic shows the API accepts them: a
+history that starts with an assistant turn, and a `tool_use` id reused in a later
+turn. `benchmarks/live_shapes.py` replays recordings made against the real API
+by other projects through this validator; its false-rejection count must stay 0.
 """
 
 from __future__ import annotations
@@ -16,101 +36,74 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agent.config import EFFORTS
-from agent.context.cache import count_breakpoints
+from anthropic._constants import ANTHROPIC_API_VERSION as API_VERSION
+from anthropic.types import JSONOutputFormatParam
 
-__all__ = ["MAX_BREAKPOINTS", "count_breakpoints", "validate_count_tokens", "validate_request"]
+from agent.context.cache import count_breakpoints
+from agent.models import MODELS, THINKING_TYPES, ModelTable
+from agent.testing.wire_shapes import check_shape
+
+__all__ = [
+    "API_VERSION",
+    "LEGACY_API_VERSION",
+    "MAX_BREAKPOINTS",
+    "count_breakpoints",
+    "validate_count_tokens",
+    "validate_request",
+]
 
 MAX_BREAKPOINTS = 4
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
-
-REQUEST_KEYS = {
-    "model",
-    "max_tokens",
-    "messages",
-    "system",
-    "tools",
-    "tool_choice",
-    "output_config",
-    "cache_control",
-    "thinking",
-    "metadata",
-    "stop_sequences",
-    "temperature",
-    "top_p",
-    "top_k",
-    "stream",
-    "service_tier",
-    "container",
-    "mcp_servers",
-    "inference_geo",
+TOOL_USE_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
+FORCED_TOOL_CHOICES = ("any", "tool")
+LEGACY_API_VERSION = "2023-06-01"
+LEGACY_PARAMS: Mapping[str, Any] = {
+    "temperature": float,
+    "top_p": float,
+    "top_k": int,
+    "output_format": JSONOutputFormatParam,
 }
-BLOCK_KEYS: Mapping[str, set[str]] = {
-    "text": {"type", "text", "cache_control", "citations"},
-    "image": {"type", "source", "cache_control"},
-    "document": {"type", "source", "cache_control", "citations", "context", "title"},
-    "tool_use": {"type", "id", "name", "input", "cache_control", "caller"},
-    "tool_result": {"type", "tool_use_id", "content", "is_error", "cache_control"},
-    "thinking": {"type", "thinking", "signature"},
-    "redacted_thinking": {"type", "data"},
-}
-RESULT_CONTENT_TYPES = {"text", "image", "document"}
-CUSTOM_TOOL_KEYS = {
-    "name",
-    "description",
-    "input_schema",
-    "cache_control",
-    "type",
-    "strict",
-    "input_examples",
-}
+"""Body keys that `anthropic-version: 2023-06-01` still takes and the SDK 2.x types no longer
+declare (`API_VERSION`, 2026-10-21, removed sampling; `output_format` became
+`output_config.format`)."""
+
+Turn = tuple[str, list[Any], str]
+"""(role, blocks, where) of consecutive same-role messages merged, as the API does."""
 
 
-COUNT_TOKENS_KEYS = {
-    "model",
-    "messages",
-    "system",
-    "tools",
-    "tool_choice",
-    "thinking",
-    "output_config",
-    "cache_control",
-    "mcp_servers",
-}
-NO_EFFORT_MODELS = ("claude-haiku-4-5",)
-"""Models that reject `output_config.effort` (dated ids such as `-20251001` included)."""
+def validate_request(
+    body: Mapping[str, Any], *, models: ModelTable = MODELS, api_version: str = API_VERSION
+) -> list[str]:
+    """Every reason the Messages API would reject `body` with a 400 (empty if none).
+
+    `api_version` is the request's `anthropic-version` header: by default the one the
+    installed SDK sends; `LEGACY_API_VERSION` (2023-06-01) still takes `LEGACY_PARAMS`.
+    """
+    return _validate(body, models, api_version, count_tokens=False)
 
 
-def validate_request(body: Mapping[str, Any]) -> list[str]:
-    """Every reason the Messages API would reject `body` with a 400 (empty if none)."""
-    return _validate(body, REQUEST_KEYS, needs_max_tokens=True)
-
-
-def validate_count_tokens(body: Mapping[str, Any]) -> list[str]:
+def validate_count_tokens(
+    body: Mapping[str, Any], *, models: ModelTable = MODELS, api_version: str = API_VERSION
+) -> list[str]:
     """The same checks for `POST /v1/messages/count_tokens` (no `max_tokens` there)."""
-    return _validate(body, COUNT_TOKENS_KEYS, needs_max_tokens=False)
+    return _validate(body, models, api_version, count_tokens=True)
 
 
-def _validate(body: Mapping[str, Any], allowed: set[str], *, needs_max_tokens: bool) -> list[str]:
-    errors: list[str] = []
-    for key in sorted(set(body) - allowed):
-        errors.append(f"{key}: Extra inputs are not permitted")
-    model = body.get("model")
-    if not isinstance(model, str) or not model:
-        errors.append("model: Field required")
+def _validate(body: Mapping[str, Any], models: ModelTable, version: str, *, count_tokens: bool) -> list[str]:
+    if not isinstance(body, Mapping):
+        return ["body: Input should be a valid dictionary or object"]
+    legacy = version < API_VERSION
+    errors = check_shape(body, count_tokens=count_tokens, extra=LEGACY_PARAMS if legacy else None)
     max_tokens = body.get("max_tokens")
-    bad_max = not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1
-    if needs_max_tokens and bad_max:
-        errors.append("max_tokens: must be a positive integer")
-    config = body.get("output_config")
-    errors += _check_output_config(config)
-    effort = config.get("effort") if isinstance(config, Mapping) else None
-    if isinstance(model, str) and _no_effort(model) and effort is not None:
-        errors.append(f"output_config.effort: {model} does not support the effort parameter")
+    if isinstance(max_tokens, int) and max_tokens < 0:
+        errors.append("max_tokens: Input should be greater than or equal to 0")
+    errors += _check_model_rules(body, models)
     errors += _check_tools(body.get("tools"))
-    errors += _check_system(body.get("system"))
+    errors += _check_text(body)
     errors += _check_messages(body.get("messages"))
-    breakpoints = count_breakpoints(body)
+    if not legacy:
+        errors += _check_version_rules(body.get("messages"), version)
+    breakpoints = _breakpoints(body)
     if breakpoints > MAX_BREAKPOINTS:
         errors.append(
             f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. Found {breakpoints}."
@@ -118,191 +111,220 @@ def _validate(body: Mapping[str, Any], allowed: set[str], *, needs_max_tokens: b
     return errors
 
 
-def _no_effort(model: str) -> bool:
-    return any(model == name or model.startswith(name + "-") for name in NO_EFFORT_MODELS)
-
-
-def _check_output_config(config: Any) -> list[str]:
-    if config is None:
-        return []
-    if not isinstance(config, Mapping):
-        return ["output_config: must be an object"]
-    errors = [
-        f"output_config.{k}: Extra inputs are not permitted"
-        for k in sorted(set(config) - {"effort", "format"})
-    ]
-    effort = config.get("effort")
-    if effort is not None and effort not in EFFORTS:
-        errors.append(f"output_config.effort: Input should be one of {sorted(EFFORTS)}, got {effort!r}")
+def _check_model_rules(body: Mapping[str, Any], models: ModelTable) -> list[str]:
+    """The refusals that depend on the model: what `agent.models` says it does not take."""
+    model = body.get("model")
+    info = models.lookup(model) if isinstance(model, str) else None
+    if info is None:
+        return []  # unknown model: no guess
+    errors = []
+    config = body.get("output_config")
+    effort = config.get("effort") if isinstance(config, Mapping) else None
+    if effort is not None and effort not in info.efforts:
+        if not info.efforts:
+            errors.append(f"output_config.effort: {model} does not support the effort parameter")
+        else:
+            errors.append(
+                f"output_config.effort: {model} does not support effort {effort!r} "
+                f"(it takes {', '.join(info.efforts)})"
+            )
+    thinking = body.get("thinking")
+    kind = thinking.get("type") if isinstance(thinking, Mapping) else None
+    if kind in THINKING_TYPES and kind not in info.thinking_types:
+        errors.append(
+            f"thinking.type: {model} does not support thinking type {kind!r} "
+            f"(it takes {', '.join(info.thinking_types)})"
+        )
+    choice = body.get("tool_choice")
+    forced = choice.get("type") if isinstance(choice, Mapping) else None
+    if forced in FORCED_TOOL_CHOICES and not info.forced_tool_use:
+        errors.append(f"tool_choice.type: {model} does not support forced tool use ({forced!r})")
     return errors
 
 
 def _check_tools(tools: Any) -> list[str]:
-    if tools is None:
-        return []
     if not isinstance(tools, list):
-        return ["tools: must be a list"]
+        return []
     errors, seen = [], set()
     for i, item in enumerate(tools):
-        where = f"tools.{i}"
         if not isinstance(item, Mapping):
-            errors.append(f"{where}: must be an object")
             continue
         name = item.get("name")
-        if not isinstance(name, str) or not TOOL_NAME.match(name):
-            errors.append(f"{where}.name: String should match pattern '{TOOL_NAME.pattern}'")
-        elif name in seen:
-            errors.append(f"{where}.name: Tool names must be unique ({name!r})")
-        seen.add(name)
+        if isinstance(name, str):
+            if name in seen:
+                errors.append(f"tools.{i}.name: Tool names must be unique ({name!r})")
+            seen.add(name)
         if item.get("type") not in (None, "custom"):
-            continue  # server tools have their own shapes
-        for key in sorted(set(item) - CUSTOM_TOOL_KEYS):
-            errors.append(f"{where}.{key}: Extra inputs are not permitted")
+            continue  # a server tool: its name and shape are fixed by its type
+        if not isinstance(name, str) or not TOOL_NAME.match(name):
+            errors.append(f"tools.{i}.name: String should match pattern '{TOOL_NAME.pattern}'")
         schema = item.get("input_schema")
         if not isinstance(schema, Mapping) or schema.get("type") != "object":
-            errors.append(f"{where}.input_schema: type must be 'object'")
-        errors += _check_cache_control(item.get("cache_control"), where)
+            errors.append(f"tools.{i}.input_schema.type: Input should be 'object'")
     return errors
 
 
-def _check_system(system: Any) -> list[str]:
-    if system is None or isinstance(system, str):
-        return []
-    if not isinstance(system, list):
-        return ["system: must be a string or a list of text blocks"]
+def _block_groups(body: Mapping[str, Any]) -> list[tuple[str, list[Any]]]:
+    """(where, blocks) of every block list that can hold text: system, messages, tool results."""
+    groups = [("system", _list(body.get("system")))]
+    for m, message in enumerate(_list(body.get("messages"))):
+        content = message.get("content") if isinstance(message, Mapping) else None
+        content = (
+            [{"type": "text", "text": content}] if isinstance(content, str) and content else _list(content)
+        )
+        groups.append((f"messages.{m}.content", content))
+        for b, block in enumerate(content):
+            if isinstance(block, Mapping) and block.get("type") == "tool_result":
+                groups.append((f"messages.{m}.content.{b}.content", _list(block.get("content"))))
+    return groups
+
+
+def _check_text(body: Mapping[str, Any]) -> list[str]:
+    """Empty text blocks are refused; whitespace-only ones when nothing else is in their list.
+
+    (Live traffic shows `{"type": "text", "text": " "}` before `tool_use` blocks answered 200,
+    while a message of whitespace alone is a 400.)
+    """
     errors = []
-    for i, block in enumerate(system):
-        if not isinstance(block, Mapping) or block.get("type") != "text":
-            errors.append(f"system.{i}: Input should be a text block")
-        else:
-            errors += _check_block(block, f"system.{i}")
+    for where, blocks in _block_groups(body):
+        texts = [
+            (i, b.get("text"))
+            for i, b in enumerate(blocks)
+            if isinstance(b, Mapping) and b.get("type") == "text"
+        ]
+        blank = len(texts) == len(blocks) and all(isinstance(t, str) and not t.strip() for _, t in texts)
+        for i, text in texts:
+            if text == "":
+                errors.append(f"{where}.{i}: text content blocks must be non-empty")
+            elif blank and isinstance(text, str):
+                errors.append(f"{where}.{i}: text content blocks must contain non-whitespace text")
     return errors
 
 
-def _merge(messages: Sequence[Any]) -> tuple[list[tuple[str, list[Any], str]], list[str]]:
-    """Consecutive same-role messages merged, as the API does; (role, blocks, where)."""
+def _check_version_rules(messages: Any, version: str) -> list[str]:
+    """Refusals added by API version 2026-10-21 (the one the SDK 2.x sends)."""
+    errors = []
+    for m, message in enumerate(_list(messages)):
+        role = message.get("role") if isinstance(message, Mapping) else None
+        for b, block in enumerate(_list(message.get("content")) if role else []):
+            kind = block.get("type") if isinstance(block, Mapping) else None
+            if role == "assistant" and kind == "document":
+                errors.append(
+                    f"messages.{m}.content.{b}: document blocks are not allowed in assistant messages "
+                    f"({version})"
+                )
+            if role == "user" and kind == "text" and block.get("citations"):
+                errors.append(
+                    f"messages.{m}.content.{b}.citations: not allowed on text blocks in user messages "
+                    f"({version})"
+                )
+    return errors
+
+
+def _merge(messages: Sequence[Any]) -> tuple[list[Turn], list[str]]:
+    """Consecutive same-role messages merged, as the API does; string content as one text block."""
     errors: list[str] = []
-    merged: list[tuple[str, list[Any], str]] = []
+    turns: list[Turn] = []
+    last = len(messages) - 1
     for i, message in enumerate(messages):
-        where = f"messages.{i}"
-        if not isinstance(message, Mapping):
-            errors.append(f"{where}: must be an object")
-            continue
-        for key in sorted(set(message) - {"role", "content"}):
-            errors.append(f"{where}.{key}: Extra inputs are not permitted")
-        role, content = message.get("role"), message.get("content")
-        if role not in ("user", "assistant"):
-            errors.append(f"{where}.role: Input should be 'user' or 'assistant'")
-            continue
+        if not isinstance(message, Mapping) or message.get("role") not in ("user", "assistant", "system"):
+            continue  # the shape check reports it
+        role, content, where = message["role"], message.get("content"), f"messages.{i}"
         if isinstance(content, str):
-            if not content and i != len(messages) - 1:
-                errors.append(f"{where}: all messages must have non-empty content")
             content = [{"type": "text", "text": content}] if content else []
         elif not isinstance(content, list):
-            errors.append(f"{where}.content: must be a string or a list of blocks")
             continue
-        elif not content and not (role == "assistant" and i == len(messages) - 1):
-            errors.append(f"{where}: all messages must have non-empty content")
-        if merged and merged[-1][0] == role:
-            merged[-1] = (role, merged[-1][1] + list(content), merged[-1][2])
+        if not content and not (role == "assistant" and i == last):
+            errors.append(
+                f"{where}: all messages must have non-empty content "
+                "except for the optional final assistant message"
+            )
+        if turns and turns[-1][0] == role:
+            turns[-1] = (role, turns[-1][1] + list(content), turns[-1][2])
         else:
-            merged.append((role, list(content), where))
-    return merged, errors
+            turns.append((role, list(content), where))
+    return turns, errors
 
 
 def _check_messages(messages: Any) -> list[str]:
     if not isinstance(messages, list) or not messages:
         return ["messages: at least one message is required"]
     turns, errors = _merge(messages)
-    if turns and turns[0][0] != "user":
-        errors.append("messages.0.role: the first message must use the user role")
-    seen_ids: set[Any] = set()
-    for i, block in enumerate(b for m in messages if isinstance(m, Mapping) for b in _list(m.get("content"))):
-        errors += _check_block(block, f"block {i}")
-        if isinstance(block, Mapping) and block.get("type") == "tool_use":
-            if block.get("id") in seen_ids:
-                errors.append(f"block {i}: `tool_use` ids must be unique ({block.get('id')!r} is repeated)")
-            seen_ids.add(block.get("id"))
+    if isinstance(messages[0], Mapping) and messages[0].get("role") == "system":
+        errors.append(
+            "messages.0.role: a system message cannot be the first message; use the top-level `system`"
+        )
     for t, (role, content, where) in enumerate(turns):
         if role == "assistant":
-            uses = [b["id"] for b in content if isinstance(b, Mapping) and b.get("type") == "tool_use"]
-            answered = _result_ids(turns[t + 1][1]) if t + 1 < len(turns) else set()
-            for use_id in uses:
-                if use_id not in answered:
-                    errors.append(
-                        f"{where}: tool_use ids were found without tool_result blocks immediately "
-                        f"after: {use_id}. Each tool_use block must have a corresponding tool_result "
-                        f"block in the next message."
-                    )
-            continue
-        previous = turns[t - 1][1] if t > 0 and turns[t - 1][0] == "assistant" else []
-        asked = {b.get("id") for b in previous if isinstance(b, Mapping) and b.get("type") == "tool_use"}
-        seen_other = False
-        for block in content:
-            kind = block.get("type") if isinstance(block, Mapping) else None
-            if kind != "tool_result":
-                seen_other = True
-                continue
-            if seen_other:
-                errors.append(f"{where}: tool_result blocks must come first in the user message")
-            if block.get("tool_use_id") not in asked:
-                errors.append(
-                    f"{where}: unexpected tool_use_id found in tool_result blocks: "
-                    f"{block.get('tool_use_id')}. Each tool_result block must have a corresponding "
-                    f"tool_use block in the previous message."
-                )
+            errors += _check_assistant_turn(content, where, turns[t + 1] if t + 1 < len(turns) else None)
+        elif role == "user":
+            errors += _check_user_turn(content, where, turns[t - 1] if t > 0 else None)
     return errors
+
+
+def _check_assistant_turn(content: list[Any], where: str, following: Turn | None) -> list[str]:
+    errors: list[str] = []
+    uses = [b for b in content if isinstance(b, Mapping) and b.get("type") == "tool_use"]
+    seen: set[str] = set()
+    for block in uses:
+        use_id = block.get("id")
+        if not isinstance(use_id, str):
+            continue  # the shape check reports it
+        if not TOOL_USE_ID.match(use_id):
+            errors.append(f"{where}: tool_use.id: String should match pattern '{TOOL_USE_ID.pattern}'")
+        if use_id in seen:
+            errors.append(f"{where}: `tool_use` ids must be unique ({use_id!r} is repeated in one turn)")
+        seen.add(use_id)
+    answered = (
+        _ids(following[1], "tool_result", "tool_use_id") if following and following[0] == "user" else set()
+    )
+    for use_id in sorted(seen - answered):
+        errors.append(
+            f"{where}: `tool_use` ids were found without `tool_result` blocks immediately after: "
+            f"{use_id}. Each `tool_use` block must have a corresponding `tool_result` block "
+            "in the next message."
+        )
+    return errors
+
+
+def _check_user_turn(content: list[Any], where: str, previous: Turn | None) -> list[str]:
+    errors: list[str] = []
+    asked = _ids(previous[1], "tool_use", "id") if previous and previous[0] == "assistant" else set()
+    seen_other = False
+    for block in content:
+        if not isinstance(block, Mapping) or block.get("type") != "tool_result":
+            seen_other = True
+            continue
+        if seen_other:
+            errors.append(f"{where}: tool_result blocks must come first in the user message")
+        if not isinstance(block.get("tool_use_id"), str) or block["tool_use_id"] not in asked:
+            errors.append(
+                f"{where}: unexpected `tool_use_id` found in `tool_result` blocks: "
+                f"{block.get('tool_use_id')}. Each `tool_result` block must have a corresponding "
+                "`tool_use` block in the previous message."
+            )
+    return errors
+
+
+def _breakpoints(body: Mapping[str, Any]) -> int:
+    """cache_control markers anywhere a block can carry one (nested block content included)."""
+
+    def marked(items: Any) -> int:
+        found = 0
+        for item in _list(items):
+            if isinstance(item, Mapping):
+                found += bool(item.get("cache_control")) + marked(item.get("content"))
+        return found
+
+    top = 1 if body.get("cache_control") else 0
+    return top + marked(body.get("tools")) + marked(body.get("system")) + marked(body.get("messages"))
 
 
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _result_ids(content: Sequence[Any]) -> set[Any]:
-    return {
-        b.get("tool_use_id") for b in content if isinstance(b, Mapping) and b.get("type") == "tool_result"
-    }
-
-
-def _check_block(block: Any, where: str) -> list[str]:
-    if not isinstance(block, Mapping):
-        return [f"{where}: must be an object"]
-    kind = block.get("type")
-    allowed = BLOCK_KEYS.get(kind) if isinstance(kind, str) else None
-    if allowed is None:
-        return [f"{where}.type: unknown content block type {kind!r}"]
-    errors = [f"{where}.{key}: Extra inputs are not permitted" for key in sorted(set(block) - allowed)]
-    if kind == "text" and (not isinstance(block.get("text"), str) or not block.get("text")):
-        errors.append(f"{where}: text content blocks must be non-empty")
-    if kind == "tool_use":
-        if not isinstance(block.get("id"), str) or not isinstance(block.get("name"), str):
-            errors.append(f"{where}: tool_use needs string id and name")
-        if not isinstance(block.get("input"), Mapping):
-            errors.append(f"{where}.input: Input should be an object")
-    if kind == "tool_result":
-        content = block.get("content")
-        if isinstance(content, list):
-            for j, inner in enumerate(content):
-                if isinstance(inner, Mapping) and inner.get("type") not in RESULT_CONTENT_TYPES:
-                    errors.append(f"{where}.content.{j}: tool_result content must be text, image or document")
-                errors += _check_block(inner, f"{where}.content.{j}")
-        elif content is not None and not isinstance(content, str):
-            errors.append(f"{where}.content: must be a string or a list of blocks")
-        if "is_error" in block and not isinstance(block["is_error"], bool):
-            errors.append(f"{where}.is_error: Input should be a valid boolean")
-    errors += _check_cache_control(block.get("cache_control"), where)
-    return errors
-
-
-def _check_cache_control(marker: Any, where: str) -> list[str]:
-    if marker is None:
-        return []
-    if not isinstance(marker, Mapping) or marker.get("type") != "ephemeral":
-        return [f"{where}.cache_control: type must be 'ephemeral'"]
-    errors = [
-        f"{where}.cache_control.{k}: Extra inputs are not permitted"
-        for k in sorted(set(marker) - {"type", "ttl"})
-    ]
-    if marker.get("ttl", "5m") not in ("5m", "1h"):
-        errors.append(f"{where}.cache_control.ttl: Input should be '5m' or '1h'")
-    return errors
+def _ids(content: Sequence[Any], kind: str, key: str) -> set[str]:
+    """The string `key`s of the `kind` blocks in `content` (tool_use ids, tool_result targets)."""
+    blocks = (b for b in content if isinstance(b, Mapping) and b.get("type") == kind)
+    return {b[key] for b in blocks if isinstance(b.get(key), str)}
