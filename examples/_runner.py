@@ -49,6 +49,7 @@ from typing import Any
 from anthropic.types import Message
 
 from agent import LLM, Agent, AgentError, AnthropicLLM, ModelCallFailed, RunResult, RunUsage, Usage
+from agent.llm import Delta, StreamingLLM
 from agent.models import ModelTable
 from agent.testing import cassettes
 from agent.testing.simulator import SERVER_NAME, MessagesSimulator, Policy
@@ -103,8 +104,15 @@ class _Meter:
         self.usage = RunUsage()
 
     def create(self, request: Mapping[str, Any]) -> Message:
+        return self.stream(request)
+
+    def stream(self, request: Mapping[str, Any], on_delta: Delta | None = None) -> Message:
+        """Metered like `create`; a streaming `LLM` underneath still reports its deltas."""
         size = len(json.dumps(request, ensure_ascii=False, separators=(",", ":"), default=str).encode())
-        response = self.llm.create(request)
+        if on_delta is not None and isinstance(self.llm, StreamingLLM):
+            response = self.llm.stream(request, on_delta)
+        else:
+            response = self.llm.create(request)
         self.sent.append(size)
         effort = (request.get("output_config") or {}).get("effort")
         record = Usage.from_message(len(self.sent), response, effort=effort, models=self.models)

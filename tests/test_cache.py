@@ -172,7 +172,7 @@ def test_guard_tolerates_one_history_rewrite_but_warns_on_rewrites_in_a_row() ->
         ]
         return {"model": "claude-opus-5", "system": text, "messages": turns}
 
-    usage = [Usage(step, "claude-opus-5", None, 10, 0, 0, 5, None) for step in range(1, 6)]
+    usage = [Usage(step, "claude-opus-5", None, 1_100, 0, 0, 5, None) for step in range(1, 6)]  # none read
     guard.observe(request("q", 1), usage[0])
     guard.observe(request("q", 2), usage[1])  # plain step, but nothing read: warned
     assert len(guard.warnings) == 1

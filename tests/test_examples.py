@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 
 from agent import StepBudgetExceeded
-from examples import loop, tools_budget
+from examples import loop, thinking, tools_budget
 from examples._runner import CASSETTE_DIR, Example, choose_mode, main, run
 
 REPO = Path(__file__).resolve().parents[1]
-EXAMPLES = [loop.EXAMPLE, tools_budget.EXAMPLE]
+EXAMPLES = [loop.EXAMPLE, tools_budget.EXAMPLE, thinking.EXAMPLE]
 
 
 @pytest.fixture(autouse=True)
@@ -57,6 +57,21 @@ def test_tools_budget_stops_at_the_step_budget_and_reports_it() -> None:
         "2026-01-15T09:30:00+00:00",
     ]
     assert outcome.result.messages[4]["content"][0]["content"] == "3"
+
+
+def test_thinking_streams_opus_5_reasoning_offline_and_sends_it_back(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    outcome = run(thinking.EXAMPLE, "simulator")
+    printed = capsys.readouterr().out
+    assert outcome.ok and outcome.result is not None
+    assert outcome.result.text == "A year's revenue is 131414400 won."
+    shown = [line for line in printed.splitlines() if "thinking> " in line]
+    assert shown[0] == "[step 1] thinking> Revenue is units x price x 12. Multiply in two steps."
+    assert len(shown) == 3  # streamed, step by step
+    sent_back = [b for m in outcome.result.messages if m["role"] == "assistant" for b in m["content"]]
+    assert [b["type"] for b in sent_back].count("thinking") == 3
+    assert all(b.get("signature") for b in sent_back if b["type"] == "thinking")
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: e.name)

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.context.cache import count_breakpoints, min_cacheable_tokens, strip_cache_control
-from agent.context.tokens import estimate_tokens
 from agent.usage import Usage
 
 __all__ = ["PrefixGuard", "prefix_changes"]
@@ -52,6 +51,9 @@ class PrefixGuard:
     """Remembers the previous request and reports prefix changes and silent cache misses."""
 
     previous: dict[str, Any] | None = None
+    previous_prompt: int = 0
+    """The previous call's billed prompt: what could have been cached (an estimate of the
+    request's text would count a thinking block's signature, not the reasoning behind it)."""
     changes: list[tuple[int, list[str]]] = field(default_factory=list)
     """(step, reasons) for every step whose prefix differed from the step before."""
     warnings: list[str] = field(default_factory=list)
@@ -64,7 +66,7 @@ class PrefixGuard:
         if reasons:
             self.changes.append((usage.step, reasons))
             log.info("[step %d] cache prefix changed: %s", usage.step, ", ".join(reasons))
-        cacheable = estimate_tokens(strip_cache_control(self.previous)) if self.previous else 0
+        cacheable = self.previous_prompt
         minimum = min_cacheable_tokens(usage.model)
         if usage.step >= 2 and usage.cache_read == 0 and cacheable >= minimum and count_breakpoints(request):
             why = (
@@ -80,6 +82,7 @@ class PrefixGuard:
                 self.warnings.append(message)
                 log.warning(message)
         self.previous = dict(request)
+        self.previous_prompt = usage.prompt
 
     @staticmethod
     def _history_only(reasons: list[str]) -> bool:
