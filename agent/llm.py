@@ -131,5 +131,8 @@ class AnthropicLLM:
         """A copy of `models` whose entry for `model` takes the efforts and thinking types the
         API reports (`models.retrieve(model).capabilities`; needs a key). Unknown models and
         missing capabilities leave the table as it was: the API's word refines, never guesses."""
-        info = self.client.models.retrieve(model)
+        try:
+            info = self.client.models.retrieve(model)
+        except anthropic.NotFoundError:
+            return models
         return refine_from_capabilities(models, model, getattr(info, "capabilities", None))

@@ -336,3 +336,11 @@ def test_the_hidden_length_of_thinking_counts_in_every_estimate(tmp_path: Any) -
         agent.run("go", session=tmp_path / "run.jsonl")
     saved = read_session(tmp_path / "run.jsonl")
     assert saved.calibration["hidden"] == {signature_key("sig-deep"): 5_000}  # a resume knows it too
+
+
+def test_anthropic_llm_refines_the_table_from_the_apis_capabilities(simulator: Any) -> None:
+    sim = simulator()
+    refined = sim.llm().refine(MODELS.register(ModelInfo("claude-opus-5", 1, 1, 1, None)), "claude-opus-5")
+    assert refined["claude-opus-5"].efforts == MODELS["claude-opus-5"].efforts  # what the API reported
+    assert refined["claude-opus-5"].thinking_types == ("adaptive", "disabled")
+    assert sim.llm().refine(MODELS, "house-model") is MODELS  # unknown to the API: unchanged

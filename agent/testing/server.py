@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from agent.testing.answers import Reply, error_body, json_reply
+from agent.testing.answers import Reply
 
 __all__ = ["SERVER_NAME", "Handle", "LoopbackServer"]
 
@@ -67,7 +67,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(self.server.handle("POST", self.path, dict(self.headers.items()), raw))
 
     def do_GET(self) -> None:
-        self._send(json_reply(404, error_body(404, f"GET {self.path}: not found")))
+        self._send(self.server.handle("GET", self.path, dict(self.headers.items()), b""))
 
     def _send(self, reply: Reply) -> None:
         """Status line, headers and body in one write."""

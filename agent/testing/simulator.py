@@ -77,6 +77,7 @@ from typing import Any, TypeAlias
 import anthropic
 
 from agent.llm import AnthropicLLM
+from agent.models import EFFORTS, MODELS, THINKING_TYPES
 from agent.testing import sse
 from agent.testing.answers import Reply, error_body, json_reply, normalize
 from agent.testing.cache_model import MIN_CACHEABLE_TOKENS, PromptCache, base_model, render
@@ -213,6 +214,8 @@ class MessagesSimulator:
         """Answer one HTTP request (the server calls this; tests may too)."""
         path = path.split("?", 1)[0]
         headers = {k.lower(): v for k, v in headers.items()}
+        if method == "GET":
+            return model_info(path)
         with self._lock:
             body = _parse(method, path, raw)
             if isinstance(body, Reply):
@@ -315,6 +318,23 @@ class MessagesSimulator:
         if fault.times <= 0:
             self._faults.pop(0)
         return fault
+
+
+def model_info(path: str) -> Reply:
+    """`GET /v1/models/{id}`: the model table's facts in the API's `ModelInfo` shape (the
+    effort and thinking capabilities; the others are not modelled and left out)."""
+    model = path.removeprefix("/v1/models/")
+    info = MODELS.lookup(model) if path.startswith("/v1/models/") else None
+    if info is None:
+        return json_reply(404, error_body(404, f"GET {path}: not found"))
+    effort = {e: {"supported": e in info.efforts} for e in EFFORTS}
+    kinds = {k: {"supported": k in info.thinking_types} for k in THINKING_TYPES}
+    capabilities = {
+        "effort": {"supported": bool(info.efforts), **effort},
+        "thinking": {"supported": True, "types": kinds},
+    }
+    body = {"type": "model", "id": info.id, "display_name": info.id, "created_at": "2026-01-01T00:00:00Z"}
+    return json_reply(200, {**body, "capabilities": capabilities})
 
 
 def _parse(method: str, path: str, raw: bytes) -> dict[str, Any] | Reply:
