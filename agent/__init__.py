@@ -22,7 +22,7 @@ from agent.loop import Agent
 from agent.memory import Memory
 from agent.models import MODELS, ModelInfo, ModelTable
 from agent.registry import Tool, ToolCall, ToolOutcome, ToolRegistry, tool
-from agent.session import Session, SessionError, read_session
+from agent.session import Session, SessionError, SessionWriteError, read_session
 from agent.state import RunResult, RunState
 from agent.usage import PRICES, Price, RunUsage, Usage
 
@@ -48,6 +48,7 @@ __all__ = [
     "RunUsage",
     "Session",
     "SessionError",
+    "SessionWriteError",
     "StepBudgetExceeded",
     "StreamingLLM",
     "TerminalApprover",

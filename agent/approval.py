@@ -20,22 +20,33 @@ most once and is never forgotten:
   asking. The model gets an error result saying the outcome is unknown, so it
   checks (look the order up) instead of blindly retrying;
 - an irreversible call repeating one that already took effect in this run (same
-  tool, same arguments, e.g. after compaction made the model forget) is refused.
+  tool, same arguments, e.g. after compaction made the model forget) is refused, and
+  so is a second identical irreversible call in the same turn;
+- a call is matched in the ledger on its tool_use id, tool AND input (a keyed
+  fingerprint), never on the id alone: an id reused for another call (a model or
+  simulator that restarts its ids after a resume) is a new call, which is logged,
+  and a recorded verdict or result never passes to it.
+
+`TerminalApprover` shows every control, bidi, zero-width or otherwise invisible
+character of the arguments as an escape and names it, so what the person approves
+is what the tool gets.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import unicodedata
 from collections.abc import Callable, Collection, Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
 from pydantic import ValidationError
 
 from agent.registry import Tool, ToolCall, ToolOutcome, ToolRegistry
-from agent.session import Session, fingerprint
+from agent.render import renderable
+from agent.session import Session
 
-__all__ = ["Approver", "TerminalApprover", "deny_by_default", "run_guarded"]
+__all__ = ["Approver", "TerminalApprover", "deny_by_default", "reveal", "run_guarded"]
 
 Approver = Callable[[ToolCall], "bool | str"]
 
@@ -65,8 +76,18 @@ class TerminalApprover:
         stdout = self.stdout or sys.stdout
         if stdin is None or not stdin.isatty():
             return f"no terminal to ask a person about {call.name}, so it was not run"
-        arguments = json.dumps(call.input, ensure_ascii=False, indent=2, default=str)
-        stdout.write(f"\nThe agent wants to run {call.name} with:\n{arguments}\nAllow? [y/N] ")
+        plain = renderable(call.input)
+        name, hidden_in_name = reveal(call.name)
+        arguments, _ = reveal(json.dumps(plain, ensure_ascii=False, indent=2))
+        hidden = {*hidden_in_name, *_hidden_in(plain)}
+        warning = ""
+        if hidden:
+            found = ", ".join(sorted(hidden))
+            warning = (
+                f"WARNING: hidden or direction-changing characters are shown as \\u escapes: {found}.\n"
+                "What you see is what the tool gets; read it carefully.\n"
+            )
+        stdout.write(f"\nThe agent wants to run {name} with:\n{arguments}\n{warning}Allow? [y/N] ")
         stdout.flush()
         answer = stdin.readline()
         if not answer:
@@ -78,6 +99,62 @@ class TerminalApprover:
         if first in ("", "n", "no"):
             return words[1] if len(words) > 1 else f"the user declined {call.name}"
         return answer.strip()
+
+
+# Characters a terminal does not show as themselves: controls (ANSI escapes included),
+# format characters (bidi overrides and isolates, zero-width space/joiners, BOM, soft
+# hyphen, tags), line/paragraph separators, surrogates, private-use and unassigned code
+# points, spaces other than U+0020, and letters and marks that render as nothing.
+_HIDDEN_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp", "Zs"}
+_BLANK_LOOKING = {0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800, 0x034F, 0x180E, *range(0xFE00, 0xFE10)}
+
+
+def _hidden(char: str) -> bool:
+    code = ord(char)
+    if char in " \n\t":
+        return False
+    return (
+        unicodedata.category(char) in _HIDDEN_CATEGORIES
+        or code in _BLANK_LOOKING
+        or 0xE0100 <= code <= 0xE01EF  # variation selectors supplement
+    )
+
+
+def _describe(char: str) -> str:
+    fallback = "CONTROL" if unicodedata.category(char) == "Cc" else "UNNAMED"
+    return f"U+{ord(char):04X} {unicodedata.name(char, fallback)}"
+
+
+def reveal(text: str) -> tuple[str, list[str]]:
+    """`text` with every invisible, control or bidi character spelled as an escape
+    (`\\u202e`), and the names of what was found ("U+202E RIGHT-TO-LEFT OVERRIDE")."""
+    shown: list[str] = []
+    found: list[str] = []
+    for char in text:
+        if not _hidden(char):
+            shown.append(char)
+            continue
+        code = ord(char)
+        shown.append(f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
+        found.append(_describe(char))
+    return "".join(shown), found
+
+
+def _hidden_in(value: Any) -> list[str]:
+    """What `reveal` would find in every string of a JSON-like value, keys included (JSON
+    text escapes control characters itself, so they are looked for in the values)."""
+    found: list[str] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            found.extend(_describe(c) for c in item if _hidden(c))
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found
 
 
 def decide(call: ToolCall, approver: Approver | None) -> bool | str:
@@ -104,18 +181,25 @@ def run_guarded(
     session.record_calls(calls)
     settled: dict[int, ToolOutcome] = {}
     to_run: list[tuple[int, ToolCall]] = []
+    claimed: dict[str, str] = {}  # fingerprint -> id of an irreversible call this turn will run
     for i, call in enumerate(calls):
         tool_ = registry.get(call.name)
-        outcome = _already_settled(call, tool_, session) or _gate(call, tool_, session, approver, allow)
+        outcome = (
+            _already_settled(call, tool_, session)
+            or _twin(call, tool_, session, claimed)
+            or _gate(call, tool_, session, approver, allow)
+        )
         if outcome is None:
             to_run.append((i, call))
+            if tool_ is not None and tool_.irreversible:
+                claimed[session.fingerprint(call)] = call.id
         else:
             settled[i] = outcome
-            if call.id not in session.results:
+            if session.ledger.call_key(call) not in session.ledger.results:
                 session.record_result(outcome, took_effect=_took_effect(outcome))
     for _, call in to_run:
         if (tool_ := registry.get(call.name)) is not None and tool_.gated:
-            session.record_started(call)
+            session.record_started(call, irreversible=tool_.irreversible)
 
     def finished(outcome: ToolOutcome) -> None:
         session.record_result(outcome, took_effect=_took_effect(outcome))
@@ -126,12 +210,14 @@ def run_guarded(
 
 
 def _already_settled(call: ToolCall, tool_: Tool | None, session: Session) -> ToolOutcome | None:
-    """The outcome a call already has in the ledger, if any (resume, repeats)."""
-    if (recorded := session.results.get(call.id)) is not None:
+    """The outcome a call already has in the ledger, if any (resume, repeats). A call is
+    matched on its id, tool and input together: an id reused for another call is a new call."""
+    ledger = session.ledger
+    key = ledger.call_key(call)
+    if (recorded := ledger.results.get(key)) is not None:
         return ToolOutcome(call, recorded.text, recorded.is_error, tool=tool_)
-    if tool_ is None or not tool_.irreversible:
-        return None
-    if call.id in session.started:
+    irreversible = tool_ is not None and tool_.irreversible
+    if ledger.started.get(key) or (key in ledger.started and irreversible):
         return ToolOutcome(
             call,
             f"outcome unknown: {call.name} was started but the run stopped before its result was "
@@ -140,8 +226,8 @@ def _already_settled(call: ToolCall, tool_: Tool | None, session: Session) -> To
             True,
             tool=tool_,
         )
-    if (earlier := session.done.get(fingerprint(call))) is not None:
-        before = session.results.get(earlier)
+    if (earlier := ledger.done.get(key[1])) is not None:  # recorded as irreversible when it ran
+        before = ledger.results.get((earlier, key[1]))
         said = f" It returned: {before.text[:500]}" if before is not None else ""
         return ToolOutcome(
             call,
@@ -153,17 +239,35 @@ def _already_settled(call: ToolCall, tool_: Tool | None, session: Session) -> To
     return None
 
 
+def _twin(
+    call: ToolCall, tool_: Tool | None, session: Session, claimed: dict[str, str]
+) -> ToolOutcome | None:
+    """An irreversible call asked for twice in one turn runs once; the twin is refused."""
+    if tool_ is None or not tool_.irreversible:
+        return None
+    if (first := claimed.get(session.fingerprint(call))) is None:
+        return None
+    return ToolOutcome(
+        call,
+        f"already done: {call.name} with these exact arguments is being run by call {first} in this "
+        "same turn and is irreversible, so this duplicate was not run.",
+        True,
+        tool=tool_,
+    )
+
+
 def _gate(
     call: ToolCall, tool_: Tool | None, session: Session, approver: Approver | None, allow: Collection[str]
 ) -> ToolOutcome | None:
-    """None to run the call, or its denial outcome."""
+    """None to run the call, or its denial outcome. A recorded verdict counts only for the
+    very call it was given for (same id, tool and input)."""
     if tool_ is None or not tool_.gated:
         return None
     try:
-        tool_.input_model.model_validate(dict(call.input))
+        tool_.input_model.model_validate(call.input)
     except ValidationError:
         return None  # nobody approves arguments that cannot run: the registry explains the error
-    verdict = session.approvals.get(call.id)
+    verdict = session.ledger.approvals.get(session.ledger.call_key(call))
     if verdict is None:
         verdict = True if call.name in allow else decide(call, approver)
         session.record_approval(call, verdict)

@@ -8,6 +8,7 @@ checkers, so `Agent(max_step=3)` is caught before it runs.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
@@ -180,6 +181,15 @@ class AgentConfig:
             raise ValueError(
                 f'thinking_history="drop_block" needs a model with preserved thinking, not {self.model}'
             )
+        for name in ("max_steps", "keep_recent", "prune_batch", "max_context_tokens", "model_retries"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+                raise TypeError(f"{name} must be an int, not {type(value).__name__} {value!r}")
+        for name in ("max_cost_usd", "max_input_tokens", "tool_timeout"):
+            value = getattr(self, name)
+            finite = isinstance(value, int | float) and math.isfinite(value)
+            if value is not None and not (finite and value > 0):
+                raise ValueError(f"{name} must be a positive, finite number or None, not {value!r}")
         if self.max_steps < 1:
             raise ValueError("max_steps must be at least 1")
         limit = info.max_output if info else None
@@ -191,7 +201,7 @@ class AgentConfig:
             raise ValueError("keep_recent and max_context_tokens must be >= 0, prune_batch >= 1")
         if self.compress_threshold < 200:
             raise ValueError("compress_threshold must be at least 200 characters")
-        if not 0 <= self.compact_margin < 1:
+        if not (isinstance(self.compact_margin, int | float) and 0 <= self.compact_margin < 1):
             raise ValueError(f"compact_margin must be in [0, 1), not {self.compact_margin!r}")
 
     def history_strategy(self) -> str:

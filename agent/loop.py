@@ -22,18 +22,19 @@ from __future__ import annotations
 import itertools
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from anthropic.types import Message
+from anthropic.types import Usage as SDKUsage
 from typing_extensions import Unpack
 
 from agent import retry
 from agent.approval import run_guarded
 from agent.budget import check_budgets
 from agent.config import AgentConfig, AgentOptions, check_effort
-from agent.context.cache import mark_breakpoints, strip_cache_control
+from agent.context.cache import mark_breakpoints
 from agent.context.diet import register_read_artifact, render_outcome
 from agent.context.history import shrink_history
 from agent.context.thinking import thinking_param
@@ -44,15 +45,13 @@ from agent.llm import LLM, AnthropicLLM, StreamingLLM
 from agent.messages import (
     Msg,
     assistant_message,
-    blocks,
     cut_off_early,
-    deep_copy,
     final_text,
+    opening_messages,
     stop_detail,
     text_of,
     tool_calls,
     tool_result_block,
-    user_message,
 )
 from agent.registry import ToolCall, ToolOutcome, ToolRegistry
 from agent.replay import pending_turn
@@ -77,6 +76,8 @@ class Agent(AgentConfig):
                 raise ValueError(
                     f"max_cost_usd needs a price for {model!r}: pass models=MODELS.with_price({model!r}, ...)"
                 )
+        if self.usage_log:
+            Path(self.usage_log).parent.mkdir(parents=True, exist_ok=True)
         self.registry = ToolRegistry(self.tools, default_timeout=self.tool_timeout)
         register_read_artifact(self.registry, self.artifacts_dir, self.diet)
         llm = self.llm or AnthropicLLM()
@@ -96,15 +97,13 @@ class Agent(AgentConfig):
         With `session=path` every turn, approval and tool result is appended to that JSONL
         file as it happens, so `resume(path)` can continue the run after a crash.
         """
-        if not prompt.strip():
-            raise ValueError("prompt must not be empty (the API rejects empty text blocks)")
-        earlier = [{"role": m["role"], "content": blocks(m)} for m in strip_cache_control(deep_copy(history))]
-        state = RunState(messages=[*earlier, user_message(prompt)], prompt=prompt)
+        messages = opening_messages(history, prompt, tools_declared=len(self.registry) > 0)
+        state = RunState(messages=messages, prompt=prompt)
         if session is not None:
             state.session = Session.create(
                 session, run_id=state.run_id, model=self.model, messages=state.messages
             )
-        return state.session.record_run(self.loop, state)
+        return self.drive(self.loop, state)
 
     def resume(self, path: str | Path) -> RunResult:
         """Continue the run recorded in session file `path` (build the agent as for `run`).
@@ -128,7 +127,16 @@ class Agent(AgentConfig):
                 self.append(state, turn, self.results_turn(outcomes, state))
             return self.loop(state)
 
-        return session.record_run(finish_turn_then_loop, state)
+        return self.drive(finish_turn_then_loop, state)
+
+    def drive(self, loop: Callable[[RunState], RunResult], state: RunState) -> RunResult:
+        """Run `loop` under the session's record, and release the run's artifact folder after
+        (its lock keeps other runs' cleanup away from it only while the run is live)."""
+        try:
+            return state.session.record_run(loop, state)
+        finally:
+            if state.artifacts is not None:
+                state.artifacts.close()
 
     def loop(self, state: RunState) -> RunResult:
         """Step until the model gives a final answer or a budget stops the run."""
@@ -215,6 +223,14 @@ class Agent(AgentConfig):
                         f"model call failed at step {state.step}: {type(error).__name__}: {error}",
                         state.result(final_text(state.messages), "error"),
                     ) from error
+        if getattr(response, "usage", None) is None:  # a server that sent none: estimate, never 0
+            log.warning("[step %d] the response carried no usage; recording an estimate", state.step)
+            content = [b.model_dump(mode="json") for b in response.content]
+            guess = {
+                "input_tokens": state.calibration.estimate(request),
+                "output_tokens": estimate_tokens(content),
+            }
+            response = response.model_copy(update={"usage": SDKUsage.model_validate(guess)})
         record = Usage.from_message(
             state.step,
             response,

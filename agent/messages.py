@@ -18,12 +18,14 @@ from anthropic.types import Message
 from agent.registry import ToolCall
 
 __all__ = [
+    "as_object",
     "assistant_message",
     "blocks",
     "content_text",
     "cut_off_early",
     "deep_copy",
     "final_text",
+    "opening_messages",
     "stop_detail",
     "text_of",
     "tool_calls",
@@ -51,22 +53,78 @@ def blocks(message: Msg) -> list[dict[str, Any]]:
 def assistant_message(response: Message, *, drop_tool_uses: bool = False) -> Msg | None:
     """The response as an assistant turn to send back; None when nothing is left.
 
-    `drop_tool_uses` is for a turn cut off by `max_tokens` or `refusal`: its tool
-    calls must not run, and a `tool_use` left without a result would make the
-    history invalid for any later request.
+    What the model sent is kept as it came (thinking blocks are bound to it), except
+    what would make the next request invalid: empty text blocks, a `tool_use` whose
+    input is not an object (sent back as `{}`; the call itself gets an error result),
+    and a `tool_use` id repeated within the turn (renamed; see `tool_calls`).
+
+    `drop_tool_uses` is for a turn that ends the run or was cut off (`max_tokens`,
+    `refusal`): its tool calls must not run, and a `tool_use` left without a result
+    would make the history invalid for any later request. A server tool's call and
+    its result are one pair: both stay, or (one of them cut off) both go.
     """
     content = []
-    for block in response.content:
-        if drop_tool_uses and block.type in ("tool_use", "server_tool_use"):
-            continue
+    ids = _unique_ids(response)
+    for index, block in enumerate(response.content):
         if block.type == "text" and not block.text:
             continue  # the API rejects empty text blocks
-        content.append(block.model_dump(mode="json", exclude_none=True))
+        dumped = block.model_dump(mode="json", exclude_none=True)
+        if block.type == "tool_use":
+            if drop_tool_uses:
+                continue
+            dumped["id"] = ids[index]
+            dumped["input"] = as_object(dumped.get("input"))
+        content.append(dumped)
+    if drop_tool_uses:
+        content = _whole_server_pairs(content)
     return {"role": "assistant", "content": content} if content else None
 
 
+def _unique_ids(response: Message) -> dict[int, str]:
+    """Block index -> the id its tool call goes by: the model's, or for a repeat of an id
+    already used in this turn, the same id with a `_dupN` suffix (two results for one
+    id, or one result for two calls, would both be invalid)."""
+    seen: dict[str, int] = {}
+    ids = {}
+    for index, block in enumerate(response.content):
+        if block.type == "tool_use":
+            count = seen.get(block.id, 0)
+            seen[block.id] = count + 1
+            ids[index] = block.id if count == 0 else f"{block.id}_dup{count}"
+    return ids
+
+
+def _whole_server_pairs(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`content` without server-tool calls whose result is missing, nor results whose call is."""
+    calls = {b.get("id") for b in content if b.get("type") in SERVER_CALLS}
+    answered = {b.get("tool_use_id") for b in content if _is_server_result(b)}
+    return [
+        b
+        for b in content
+        if not (b.get("type") in SERVER_CALLS and b.get("id") not in answered)
+        and not (_is_server_result(b) and b.get("tool_use_id") not in calls)
+    ]
+
+
+SERVER_CALLS = frozenset({"server_tool_use", "mcp_tool_use"})
+
+
+def _is_server_result(block: Mapping[str, Any]) -> bool:
+    kind = str(block.get("type", ""))
+    return kind.endswith("_tool_result") and kind != "tool_result"
+
+
+def as_object(value: Any) -> dict[str, Any]:
+    """A tool call's input as the wire must carry it: the object itself, or `{}` for anything
+    else (the call gets an error result saying what it was; the history stays valid)."""
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
 def tool_calls(response: Message) -> list[ToolCall]:
-    return [ToolCall(b.id, b.name, dict(b.input)) for b in response.content if b.type == "tool_use"]
+    """The turn's client tool calls, in order, with ids as `assistant_message` sends them back
+    and the input exactly as the model sent it (the registry refuses one that is not an object)."""
+    ids = _unique_ids(response)
+    return [ToolCall(ids[i], b.name, b.input) for i, b in enumerate(response.content) if b.type == "tool_use"]
 
 
 def tool_result_block(tool_use_id: str, content: str, is_error: bool = False) -> dict[str, Any]:
@@ -86,6 +144,49 @@ def tool_names_by_id(messages: Sequence[Msg]) -> dict[str, tuple[str, dict[str, 
             if block.get("type") == "tool_use":
                 found[block["id"]] = (block["name"], block.get("input", {}))
     return found
+
+
+UNANSWERED = "not run: the conversation was handed over before this call was answered"
+
+
+def opening_messages(history: Sequence[Msg], prompt: str, *, tools_declared: bool) -> list[Msg]:
+    """The first request's messages for `prompt` after `history` (a copy, normalised: block
+    lists, no cache markers). Refuses what the API would only refuse later, and less clearly:
+    an empty prompt, text that is not valid Unicode, tool blocks with no tools declared. Calls
+    left unanswered at the end of `history` get an error result each, so nothing is sent
+    half-paired and the model learns they never ran."""
+    if not prompt.strip():
+        raise ValueError("prompt must not be empty (the API rejects empty text blocks)")
+    try:
+        prompt.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise ValueError(
+            f"prompt is not valid Unicode text (a lone surrogate at position {error.start}): "
+            "it cannot be sent as UTF-8"
+        ) from None
+    earlier = [{"role": m["role"], "content": blocks(m)} for m in deep_copy(history)]
+    earlier = [{**m, "content": [_unmarked(b) for b in m["content"]]} for m in earlier]
+    kinds = {b.get("type") for m in earlier for b in m["content"]}
+    if not tools_declared and kinds & {"tool_use", "tool_result"}:
+        raise ValueError(
+            "the history holds tool calls but the agent has no tools: the API refuses tool blocks "
+            "in a request that declares none; give the agent the tools this conversation used"
+        )
+    opening = user_message(prompt)
+    last = earlier[-1] if earlier else None
+    if last is not None and last["role"] == "assistant":
+        pending = [b["id"] for b in last["content"] if b.get("type") == "tool_use"]
+        answers = [tool_result_block(i, UNANSWERED, is_error=True) for i in pending]
+        opening = {"role": "user", "content": [*answers, *opening["content"]]}
+    return [*earlier, opening]
+
+
+def _unmarked(block: Mapping[str, Any]) -> dict[str, Any]:
+    """A block without `cache_control` (a caller's markers would crowd out the loop's own)."""
+    clean = {k: v for k, v in block.items() if k != "cache_control"}
+    if isinstance(clean.get("content"), list):
+        clean["content"] = [_unmarked(b) if isinstance(b, Mapping) else b for b in clean["content"]]
+    return clean
 
 
 def deep_copy(messages: Sequence[Msg]) -> list[Msg]:

@@ -1,17 +1,21 @@
 """Tools: declared once, validated on the way in, never allowed to crash the loop.
 
-`@tool` turns a typed, documented function into a `Tool`. The `ToolRegistry`
+`@tool` turns a typed, documented callable into a `Tool` (`agent.signature` says
+which callables can be tools, `agent.schema` builds the input model), refusing at
+decoration time anything no call could ever get through. The `ToolRegistry`
 declares tools sorted by name (a stable byte-for-byte prefix is what prompt caching
 needs) and runs one turn's tool calls in parallel. Every failure a model can cause,
 or a tool can suffer, becomes an `is_error` result the model can read and adapt to:
-an unknown name, bad input (each bad field named), an exception, a timeout.
+an unknown name, input that is not an object, bad input (each bad field named), an
+exception (even SystemExit), a timeout. Whatever a tool returns comes back
+renderable (`agent.render`); `safe_text(value)` is the never-raising text of any value.
 """
 
 from __future__ import annotations
 
-import asyncio
+import copy
 import inspect
-import re
+import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -22,11 +26,23 @@ from typing import Any, overload
 
 from pydantic import BaseModel, ValidationError
 
-from agent.schema import input_model_for, json_schema, parse_docstring
+from agent.calls import (
+    TOOL_NAME,
+    Expired,
+    bound_output,
+    describe_validation,
+    in_main_thread,
+    input_problem,
+    invoke,
+    shown_name,
+)
+from agent.render import describe_error, renderable, safe_text
+from agent.schema import check_sendable, input_model_for, json_schema, parse_docstring
+from agent.signature import caller_locals, describe_callable
 
-__all__ = ["Tool", "ToolCall", "ToolOutcome", "ToolRegistry", "tool"]
+__all__ = ["MAX_OUTPUT_CHARS", "Tool", "ToolCall", "ToolOutcome", "ToolRegistry", "bound_output"]
+__all__ += ["input_problem", "safe_text", "tool"]
 
-TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
 MAX_OUTPUT_CHARS = 1_000_000
 """Longest text (str or bytes) result kept from one call. A runaway tool that returns
 megabytes must not fill memory, the session file or the artifact store: the middle
@@ -55,10 +71,15 @@ class Tool:
     """Seconds before the call becomes an error result; None uses the agent's default."""
 
     def __post_init__(self) -> None:
-        if not TOOL_NAME.match(self.name):
+        if not isinstance(self.name, str) or not TOOL_NAME.fullmatch(self.name):
             raise ValueError(f"tool name {self.name!r} must match {TOOL_NAME.pattern}")
-        if not self.description:
-            raise TypeError(f"tool {self.name}: needs a docstring, the model reads it")
+        if not isinstance(self.description, str) or not self.description.strip():
+            raise TypeError(f"tool {self.name}: needs a docstring (or description=), the model reads it")
+        timeout = self.timeout
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf
+        ):
+            raise ValueError(f"tool {self.name}: timeout must be a positive number of seconds or None")
 
     @property
     def gated(self) -> bool:
@@ -105,21 +126,32 @@ def tool(
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a tool from a typed function; usable bare (`@tool`) or with options."""
 
+    localns = caller_locals()
+
     def build(func: Callable[..., Any]) -> Tool:
-        tool_name = name or func.__name__
-        summary, _ = parse_docstring(func.__doc__)
-        return Tool(
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"tool: name must be a str, not {type(name).__name__}")
+        described = describe_callable(func, name, localns)
+        tool_name = described.name if name is None else name
+        if not TOOL_NAME.fullmatch(tool_name):
+            hint = " (a lambda has no name of its own)" if tool_name == "<lambda>" else ""
+            raise ValueError(
+                f"tool name {tool_name!r}{hint} must match {TOOL_NAME.pattern}; pass @tool(name=...)"
+            )
+        made = Tool(
             name=tool_name,
-            description=description or summary,
+            description=description if description is not None else parse_docstring(described.doc)[0],
             fn=func,
-            input_model=input_model_for(func, tool_name),
-            keep=tuple(keep) if keep is not None else None,
+            input_model=input_model_for(func, tool_name, described=described),
+            keep=_keep(keep, tool_name),
             never_prune=never_prune,
             irreversible=irreversible,
             requires_approval=requires_approval,
             compress=compress,
             timeout=timeout,
         )
+        check_sendable(made.declaration(), made.name)
+        return made
 
     return build(fn) if fn is not None else build
 
@@ -135,7 +167,9 @@ class ToolCall:
 
 @dataclass
 class ToolOutcome:
-    """What running one call produced; `value` is the raw return, before any slimming."""
+    """What running one call produced. `value` is the tool's return before any slimming, made
+    renderable (`agent.render.renderable`: the very object when it is plain data), or the
+    error text."""
 
     call: ToolCall
     value: Any = None
@@ -144,29 +178,12 @@ class ToolOutcome:
     tool: Tool | None = field(default=None, repr=False)
 
 
-def _invoke(tool_: Tool, arguments: dict[str, Any], timeout: float | None) -> Any:
-    if inspect.iscoroutinefunction(tool_.fn):
-        return asyncio.run(asyncio.wait_for(tool_.fn(**arguments), timeout))
-    return tool_.fn(**arguments)
-
-
-def bound_output(value: Any, limit: int, name: str) -> Any:
-    """A str or bytes result longer than `limit` cut to its head and tail (other values as is)."""
-    if not isinstance(value, (str, bytes)) or len(value) <= limit:
-        return value
-    cut = len(value) - limit
-    note = f"\n[... {cut:,} chars cut: {name} returned {len(value):,}, over the {limit:,} kept ...]\n"
-    if isinstance(value, bytes):
-        return value[: limit // 2] + note.encode() + value[len(value) - limit // 2 :]
-    return value[: limit // 2] + note + value[len(value) - limit // 2 :]
-
-
-def _describe_validation(name: str, error: ValidationError) -> str:
-    problems = []
-    for item in error.errors():
-        where = ".".join(str(part) for part in item["loc"]) or "(input)"
-        problems.append(f"{where}: {item['msg']}")
-    return f"invalid input for {name}: " + "; ".join(problems)
+def _keep(keep: Iterable[str] | None, name: str) -> tuple[str, ...] | None:
+    if keep is None:
+        return None
+    if isinstance(keep, str) or not all(isinstance(path, str) for path in keep):
+        raise TypeError(f"tool {name}: keep= takes a list of field paths, e.g. keep=[{str(keep)!r}]")
+    return tuple(keep)
 
 
 class ToolRegistry:
@@ -190,7 +207,7 @@ class ToolRegistry:
         self._tools[tool_.name] = tool_
 
     def get(self, name: str) -> Tool | None:
-        return self._tools.get(name)
+        return self._tools.get(name) if isinstance(name, str) else None
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools
@@ -234,26 +251,51 @@ class ToolRegistry:
         return outcomes
 
     def run_one(self, call: ToolCall) -> ToolOutcome:
-        """Validate and run one call, turning every failure into an error outcome."""
-        tool_ = self.get(call.name)
+        """Validate and run one call, turning every failure into an error outcome.
+
+        Whatever the tool returns comes back renderable (`agent.render.renderable`): a value
+        is never made an error for its shape, as an irreversible tool did take effect. A
+        generator is the exception (its body never ran). A tool's own KeyboardInterrupt or
+        SystemExit is that call's failure: in a worker thread neither can be the user's
+        Ctrl-C (signals reach the main thread, where it propagates as usual).
+        """
         started = time.monotonic()
+        tool_ = self.get(call.name)
         if tool_ is None:
-            return ToolOutcome(call, f"unknown tool: {call.name}", True)
-        try:
-            arguments = tool_.input_model.model_validate(dict(call.input))
+            return ToolOutcome(call, f"unknown tool: {shown_name(call.name)}", True)
+        problem = input_problem(call.input)
+        if problem is not None:
+            return ToolOutcome(call, f"invalid input for {call.name}: {problem}", True, tool=tool_)
+        try:  # a copy: the tool may mutate its arguments, the call is part of the history
+            arguments = tool_.input_model.model_validate(copy.deepcopy(dict(call.input)))
         except ValidationError as error:
-            return ToolOutcome(call, _describe_validation(call.name, error), True, tool=tool_)
+            return ToolOutcome(call, describe_validation(call.name, error), True, tool=tool_)
+        except Exception as error:  # too deep to copy, or a validator of the tool's raised oddly
+            message = f"invalid input for {call.name}: {describe_error(error)}"
+            return ToolOutcome(call, message, True, tool=tool_)
+        timeout = self._timeout_for(tool_)
         try:
-            kwargs = {name: getattr(arguments, name) for name in type(arguments).model_fields}
-            value = _invoke(tool_, kwargs, self._timeout_for(tool_))
-        except (TimeoutError, asyncio.TimeoutError):
-            value, failed = f"timeout: {call.name} did not finish in {self._timeout_for(tool_):g}s", True
-        except Exception as error:  # the whole point: a tool's bug is the model's information
-            value, failed = f"{type(error).__name__}: {error}", True
-        else:
-            failed = False
-        value = bound_output(value, self.max_output_chars, call.name)
-        return ToolOutcome(call, value, failed, time.monotonic() - started, tool_)
+            value, failed = invoke(tool_.fn, arguments, timeout), False
+            if inspect.isgenerator(value) or inspect.isasyncgen(value):
+                kind = type(value).__name__
+                value, failed = f"{call.name} returned a {kind}, not a value (its body never ran)", True
+        except Expired:
+            value, failed = f"timeout: {call.name} did not finish in {timeout:g}s", True
+        except KeyboardInterrupt as error:
+            if in_main_thread():
+                raise
+            value, failed = describe_error(error), True
+        except BaseException as error:  # the whole point: a tool's bug is the model's information
+            value, failed = describe_error(error), True
+        return ToolOutcome(call, self._rendered(value, call.name), failed, time.monotonic() - started, tool_)
+
+    def _rendered(self, value: Any, name: str) -> Any:
+        try:
+            return renderable(bound_output(value, self.max_output_chars, name), self.max_output_chars)
+        except BaseException as error:  # only a BaseException escapes renderable: a __str__'s SystemExit
+            if isinstance(error, KeyboardInterrupt) and in_main_thread():
+                raise
+            return f"<unrenderable result: {describe_error(error)}>"
 
     def _timeout_for(self, tool_: Tool | None) -> float | None:
         if tool_ is not None and tool_.timeout is not None:
@@ -279,7 +321,7 @@ class _Running:
         try:
             outcome = run_one(self.call)
         except BaseException as error:  # SystemExit and friends: still just this call's failure
-            outcome = ToolOutcome(self.call, f"{type(error).__name__}: {error}", True, tool=self.tool)
+            outcome = ToolOutcome(self.call, describe_error(error), True, tool=self.tool)
         try:
             self.future.set_result(self.finish(outcome))
         except BaseException as error:  # on_done failed: the caller re-raises it

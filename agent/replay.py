@@ -4,8 +4,13 @@ The writer (`agent.session.Session`) appends one JSON event per line as things h
 this module is the other half. `read_session` folds the events into a `Replay`: the
 committed history (after the last rewrite by pruning or compaction), the usage so far,
 the pending calls of a turn that never finished, and the ledger of approvals, started
-and finished calls that keeps an irreversible call from ever running twice. It is
-read-only and tolerates a torn last line, which is a record that never happened.
+and finished calls that keeps an irreversible call from ever running twice.
+
+It is read-only and strict. A torn last line is a record that never happened and is
+ignored. Anything else that is not what the writer writes is refused with a
+`SessionError` naming the line: a line that is not JSON, a record of the wrong shape,
+a second `start`, records duplicated, missing or out of order (each carries its number,
+so two writers on one file, or a file spliced by hand, cannot pass for one run).
 """
 
 from __future__ import annotations
@@ -16,38 +21,21 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from agent.messages import Msg, blocks
+from agent.messages import Msg, as_object, blocks
 from agent.registry import ToolCall
+from agent.session_format import VERSION, KeyMask, Ledger, Recorded, SessionError, configured_key
+from agent.session_shapes import check_record
 from agent.usage import Usage
 
-__all__ = ["VERSION", "Recorded", "Replay", "SessionError", "fingerprint", "pending_turn", "read_session"]
-
-VERSION = 1
+__all__ = ["VERSION", "Recorded", "Replay", "SessionError", "pending_turn", "read_session"]
 
 ANSWER_GOES_ON = (None, "tool_use", "pause_turn")
-
-
-class SessionError(ValueError):
-    """A session file that cannot be started, read or resumed; the message says why."""
-
-
-@dataclass(frozen=True)
-class Recorded:
-    """A call's result as the session holds it."""
-
-    text: str
-    is_error: bool
-
-
-def fingerprint(call: ToolCall) -> str:
-    """Identifies "the same action": tool name plus canonical arguments."""
-    return call.name + json.dumps(call.input, sort_keys=True, separators=(",", ":"), default=str)
 
 
 def pending_turn(calls: Sequence[ToolCall]) -> Msg:
     """The assistant turn of calls whose turn was never committed, rebuilt from the
     `calls` record (any text the model wrote beside them that turn is not recorded)."""
-    content = [{"type": "tool_use", "id": c.id, "name": c.name, "input": dict(c.input)} for c in calls]
+    content = [{"type": "tool_use", "id": c.id, "name": c.name, "input": as_object(c.input)} for c in calls]
     return {"role": "assistant", "content": content}
 
 
@@ -59,6 +47,8 @@ class Replay:
     model: str
     messages: list[Msg]
     """The committed history, after the last compaction snapshot."""
+    ledger: Ledger = field(default_factory=Ledger)
+    """Approvals, started and finished calls, irreversible calls that took effect."""
     pending: list[ToolCall] = field(default_factory=list)
     """Calls of a turn whose results were never committed (the run died mid-turn)."""
     pending_reply: Msg | None = None
@@ -68,22 +58,28 @@ class Replay:
     """The token-estimate calibration as of the last model call (ratio, samples)."""
     stop_reason: str | None = None
     """Set when the run already finished: resuming it calls no model."""
-    approvals: dict[str, bool | str] = field(default_factory=dict)
-    started: set[str] = field(default_factory=set)
-    results: dict[str, Recorded] = field(default_factory=dict)
-    done: dict[str, str] = field(default_factory=dict)
-    """Fingerprints of irreversible calls that took (or may have taken) effect → call id."""
     good_bytes: int = 0
     """Length of the file up to the end of its last complete record."""
+    records: int = 0
+    """How many complete records the file holds (the next record's number)."""
     prompt: str = ""
     """The run's request: the text of the last message the run started with."""
+    unrestored: set[str] = field(default_factory=set)
+    """Tags of API keys masked in the file that the configured key does not match."""
 
 
 def read_session(path: str | Path) -> Replay:
     """Fold a session file's events into a `Replay`; read-only, tolerates a torn last line."""
-    data = Path(path).read_bytes()
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise SessionError(f"no session file at {path}") from None
+    except OSError as error:
+        raise SessionError(f"cannot read the session at {path}: {error}") from error
     lines = data.split(b"\n")
-    events: list[dict[str, Any]] = []
+    events: list[tuple[int, dict[str, Any]]] = []
+    mask: KeyMask | None = None
+    unrestored: set[str] = set()
     good = offset = 0
     for number, raw in enumerate(lines, start=1):
         complete = number < len(lines)  # a newline follows: the record was fully written
@@ -94,28 +90,105 @@ def read_session(path: str | Path) -> Replay:
         if not complete:
             break  # torn last line: that record never happened
         try:
-            event = json.loads(raw)
-            if not isinstance(event, dict) or "event" not in event:
-                raise ValueError("not an event")
+            event = _parse(raw, mask, unrestored)
         except ValueError as error:
             if all(not rest.strip() for rest in lines[number:]):
                 break  # a damaged last line (crash mid-write): ignored like a torn one
             raise SessionError(
                 f"{path}: line {number} is damaged ({error}); the file was not changed"
             ) from None
-        events.append(event)
+        if not events:
+            mask = _start_mask(path, number, event)
+            event = _parse(raw, mask, unrestored)
+        elif event.get("n") != len(events):
+            raise SessionError(
+                f"{path}: line {number} is record #{event.get('n')}, expected #{len(events)}: records "
+                "are duplicated, missing or out of order (two writers, or an edited file)"
+            )
+        events.append((number, event))
         good = offset
-    if not events or events[0].get("event") != "start":
-        raise SessionError(f"{path}: not a session file (no start record)")
-    if events[0].get("v") != VERSION:
-        raise SessionError(f"{path}: session format v{events[0].get('v')} is not supported (v{VERSION})")
-    first = list(events[0]["messages"])
-    replay = Replay(events[0]["run_id"], events[0]["model"], first, good_bytes=good)
+    if not events:
+        raise SessionError(_no_record(path, data))
+    return _fold_all(path, events, good, unrestored)
+
+
+def _parse(raw: bytes, mask: KeyMask | None, unrestored: set[str]) -> dict[str, Any]:
+    if mask is not None:
+        raw, foreign = mask.restore(raw)
+        unrestored |= foreign
+    try:
+        event = json.loads(raw)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    if not isinstance(event, dict) or not isinstance(event.get("event"), str):
+        raise ValueError("not an event")
+    return event
+
+
+def _start_mask(path: str | Path, number: int, event: dict[str, Any]) -> KeyMask:
+    """Check the first record is a start of this format; the mask that restores the API key."""
+    if event.get("event") != "start":
+        raise SessionError(f"{path}: not a session file (line {number} is not a start record)")
+    if event.get("v") != VERSION:
+        raise SessionError(
+            f"{path}: session format v{event.get('v')} is not supported (this version reads v{VERSION}); "
+            "finish that run with the version that wrote it, or start a new one"
+        )
+    if event.get("n") != 0:
+        raise SessionError(f"{path}: line {number}: the start record is #{event.get('n')}, not #0")
+    try:
+        key = bytes.fromhex(event["fp_key"])
+    except (KeyError, TypeError, ValueError):
+        raise SessionError(f"{path}: line {number}: the start record has no valid fp_key") from None
+    return KeyMask(key, configured_key())
+
+
+def _no_record(path: str | Path, data: bytes) -> str:
+    body = data.strip(b"\0 \t\r\n")
+    if not data:
+        return f"{path}: empty, not a session file (no start record)"
+    if not body or body.startswith(b'{"event":"start"'):
+        return (
+            f"{path}: torn inside its first record: the run died while starting, before any model "
+            "call or tool ran, so there is nothing to resume; run the prompt again with the same "
+            "session= path (the file is reused)"
+        )
+    return f"{path}: not a session file (no start record)"
+
+
+def _fold_all(
+    path: str | Path, events: list[tuple[int, dict[str, Any]]], good: int, unrestored: set[str]
+) -> Replay:
+    number, start = events[0]
+    try:
+        check_record(start)
+    except (SessionError, KeyError, TypeError, ValueError) as error:
+        raise SessionError(f"{path}: line {number}: malformed start record: {error}") from None
+    first = list(start["messages"])
+    replay = Replay(start["run_id"], start["model"], first, Ledger(bytes.fromhex(start["fp_key"])))
+    replay.good_bytes, replay.records, replay.unrestored = good, len(events), unrestored
     replay.prompt = (
-        "\n\n".join(b["text"] for b in blocks(first[-1]) if b.get("type") == "text") if first else ""
+        "\n\n".join(str(b.get("text", "")) for b in blocks(first[-1]) if b.get("type") == "text")
+        if first
+        else ""
     )
-    for event in events[1:]:
-        _fold(replay, event)
+    for number, event in events[1:]:
+        try:
+            check_record(event)
+            _fold(replay, event)
+        except (SessionError, KeyError, TypeError, ValueError, IndexError, AttributeError) as error:
+            raise SessionError(
+                f"{path}: line {number}: malformed {event.get('event')!r} record "
+                f"({type(error).__name__}: {error}); the file was not changed"
+            ) from None
+    if replay.pending and replay.pending_reply is not None:
+        asked = [
+            (b.get("id"), b.get("name"), b.get("input"))
+            for b in blocks(replay.pending_reply)
+            if b.get("type") == "tool_use"
+        ]
+        if asked != [(c.id, c.name, as_object(c.input)) for c in replay.pending]:
+            raise SessionError(f"{path}: the last reply and its calls record disagree; the file was edited")
     last = replay.messages[-1] if replay.messages else {}
     steps = [u for u in replay.usage if getattr(u, "purpose", "step") == "step"]  # not summaries
     answered = steps[-1].stop_reason if steps else None
@@ -125,19 +198,23 @@ def read_session(path: str | Path) -> Replay:
 
 
 def _fold(replay: Replay, event: Mapping[str, Any]) -> None:
-    kind = event["event"]
+    kind, ledger = event["event"], replay.ledger
+    if kind == "start":
+        raise SessionError("a second start record (two runs in one file?)")
     if kind == "reply":
         replay.pending_reply = event["message"]
     elif kind == "calls":
         replay.pending = [ToolCall(c["id"], c["name"], c["input"]) for c in event["calls"]]
+        for call in replay.pending:
+            ledger.seen[call.id] = ledger.fingerprint(call)
     elif kind == "approval":
-        replay.approvals[event["id"]] = True if event["approved"] else event["reason"]
+        ledger.approvals[event["id"], event["fp"]] = True if event["approved"] else str(event.get("reason"))
     elif kind == "started":
-        replay.started.add(event["id"])
+        ledger.started[event["id"], event["fp"]] = bool(event.get("irreversible", True))
     elif kind == "result":
-        replay.results[event["id"]] = Recorded(event["content"], event["is_error"])
+        ledger.results[event["id"], event["fp"]] = Recorded(event["content"], event["is_error"])
         if event.get("once"):
-            replay.done[event["once"]] = event["id"]
+            ledger.done[event["fp"]] = event["id"]
     elif kind == "usage":
         replay.calibration = dict(event.get("calibration") or {})
         known = {f.name for f in fields(Usage)}

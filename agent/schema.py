@@ -4,20 +4,27 @@ The model only ever sees a JSON Schema, and the only place the truth about a too
 arguments lives is its signature and docstring. So the schema is derived from
 them (through a pydantic model, which then also validates the model's input) and
 never written twice by hand. Titles pydantic adds are stripped: they cost tokens
-on every request and tell the model nothing the property names don't.
+on every request and tell the model nothing the property names don't (only the
+schema's own `title` keywords: a default value or an enum that holds a "title" is data).
+A parameter whose name would clash with pydantic (`_x`, `model_config`, `json`) gets
+another field name, with its own name as the alias the model sees and sends.
 """
 
 from __future__ import annotations
 
 import inspect
+import json
 import re
-import typing
+import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic.fields import FieldInfo
 
-__all__ = ["input_model_for", "json_schema", "parse_docstring"]
+from agent.signature import Described, describe_callable
+
+__all__ = ["check_sendable", "input_model_for", "json_schema", "parse_docstring"]
 
 _SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Returns|Return|Raises|Yields|Examples?|Notes?):\s*$")
 _ARG = re.compile(r"^\s*(\*{0,2}\w+)\s*(?:\(([^)]*)\))?\s*:\s*(.*)$")
@@ -48,37 +55,90 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
     return "\n".join(description).strip(), args
 
 
-def input_model_for(fn: Callable[..., Any], tool_name: str) -> type[BaseModel]:
-    """A strict pydantic model of `fn`'s keyword arguments (unknown keys rejected)."""
-    hints = typing.get_type_hints(fn)
-    _, arg_docs = parse_docstring(fn.__doc__)
+def input_model_for(
+    fn: Callable[..., Any], tool_name: str, *, described: Described | None = None
+) -> type[BaseModel]:
+    """A strict pydantic model of `fn`'s arguments (unknown keys rejected).
+
+    TypeError, naming the parameter, for anything the model could never pass: a missing
+    hint, or a type JSON Schema cannot describe (a `Callable`, an arbitrary class).
+    """
+    described = described or describe_callable(fn, tool_name)
+    _, arg_docs = parse_docstring(described.doc)
+    taken = {param.name for param in described.params}
     fields: dict[str, Any] = {}
-    for param in inspect.signature(fn).parameters.values():
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise TypeError(f"tool {tool_name}: *args/**kwargs cannot be described to a model")
-        if param.name not in hints:
+    for index, param in enumerate(described.params):
+        if param.name not in described.hints:
             raise TypeError(f"tool {tool_name}: parameter {param.name!r} needs a type hint")
-        default = ... if param.default is inspect.Parameter.empty else param.default
-        fields[param.name] = (hints[param.name], Field(default, description=arg_docs.get(param.name)))
-    model: type[BaseModel] = create_model(
-        f"{tool_name}_input", __config__=ConfigDict(extra="forbid"), **fields
-    )
+        key = param.name
+        if key.startswith("_") or key.startswith("model_") or hasattr(BaseModel, key):
+            key = next(k for k in (f"arg{index}_{n}" for n in range(len(taken) + 1)) if k not in taken)
+        fields[key] = _field(param, described.hints[param.name], arg_docs.get(param.name), key)
+        _check_field(tool_name, param.name, {key: fields[key]})
+    return _create(f"{tool_name}_input", fields)
+
+
+def _field(param: inspect.Parameter, hint: Any, doc: str | None, key: str) -> tuple[Any, Any]:
+    extra: dict[str, Any] = {"description": doc} if doc else {}
+    if key != param.name:
+        extra["alias"] = param.name
+    default = param.default
+    if isinstance(default, FieldInfo):  # `x: int = Field(5, ge=0)`
+        return Annotated[hint, default], Field(**extra)
+    return hint, Field(... if default is inspect.Parameter.empty else default, **extra)
+
+
+def _create(name: str, fields: dict[str, Any]) -> type[BaseModel]:
+    model: type[BaseModel] = create_model(name, __config__=ConfigDict(extra="forbid"), **fields)
     return model
 
 
+def _check_field(tool_name: str, param: str, field: dict[str, Any]) -> None:
+    """Build this one parameter's schema now, so a type no model can send fails here, clearly."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a default JSON cannot hold is left out, as it should be
+            json_schema(_create("probe", field))
+    except Exception as error:
+        hint = next(iter(field.values()))[0]
+        why = (str(error).strip().splitlines() or [""])[0][:160]
+        raise TypeError(
+            f"tool {tool_name}: parameter {param!r} ({_show(hint)}) cannot be described in JSON Schema, "
+            f"so a model could never pass it ({type(error).__name__}: {why}); take plain data (str, "
+            "int, an enum, a pydantic model) and build the object inside the tool"
+        ) from None
+
+
+def _show(hint: Any) -> str:
+    try:
+        return getattr(hint, "__name__", None) or repr(hint)
+    except Exception:
+        return "its type"
+
+
+# JSON Schema keywords whose values are schemas (one, a name -> schema map, or a list)
+_SCHEMA_KEYS = {"items", "additionalProperties", "not", "contains", "propertyNames", "if", "then", "else"}
+_SCHEMA_KEYS |= {"unevaluatedItems", "unevaluatedProperties", "additionalItems"}
+_SCHEMA_MAPS = {"properties", "$defs", "definitions", "patternProperties", "dependentSchemas"}
+_SCHEMA_LISTS = {"anyOf", "allOf", "oneOf", "prefixItems", "items"}
+
+
 def _strip_titles(node: Any) -> Any:
-    if isinstance(node, list):
-        return [_strip_titles(item) for item in node]
+    """A schema without its `title` keywords; data in it (default, enum, const, examples) untouched."""
     if not isinstance(node, dict):
         return node
     out: dict[str, Any] = {}
     for key, value in node.items():
         if key == "title" and isinstance(value, str):
             continue
-        if key in ("properties", "$defs") and isinstance(value, dict):
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
             out[key] = {name: _strip_titles(sub) for name, sub in value.items()}
-        else:
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            out[key] = [_strip_titles(sub) for sub in value]
+        elif key in _SCHEMA_KEYS:
             out[key] = _strip_titles(value)
+        else:
+            out[key] = value
     return out
 
 
@@ -88,3 +148,15 @@ def json_schema(model: type[BaseModel]) -> dict[str, Any]:
     schema.setdefault("properties", {})
     schema["additionalProperties"] = False
     return schema
+
+
+def check_sendable(declaration: dict[str, Any], tool_name: str) -> None:
+    """TypeError now, not mid-run, for a declaration the request encoder (strict JSON, UTF-8)
+    would refuse: a NaN default, a lone surrogate in a docstring or an enum."""
+    try:
+        json.dumps(declaration, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except (TypeError, ValueError) as error:
+        raise TypeError(
+            f"tool {tool_name}: its declaration cannot be sent to the API ({type(error).__name__}: "
+            f"{str(error)[:200]}); check the docstring, defaults and enum values"
+        ) from None

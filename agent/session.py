@@ -1,9 +1,9 @@
 """Sessions: the run written down as it happens, so a crash loses nothing paid for.
 
-A session is a JSONL file with one event per line, appended (flushed and fsynced)
+A session is a JSONL file with one event per line, appended (written, then fsynced)
 the moment something happens:
 
-    start     the run's id, model and first history
+    start     the run's id, model, first history, and the per-session fingerprint key
     reply     the assistant turn that asked for tools (text, thinking and calls), as received
     calls     the tool calls the model just asked for (before any of them runs)
     approval  a person's (or the allow list's) verdict on a gated call
@@ -14,69 +14,65 @@ the moment something happens:
     history   the rewritten part of the history, when pruning or compaction changed it
     stopped / end / resume   how each stretch of the run ended or began
 
-Replaying the events (`agent.replay`) rebuilds the history, the usage (so budgets span a resume)
-and the ledger the approval gate keeps: which calls were approved, started and
-finished, and which irreversible actions already took effect. That ledger is what
-lets `Agent.resume` finish an interrupted turn without running a finished tool
-again, and refuse to repeat an irreversible call whose outcome was never recorded.
+Every record carries its number `n` (0 for `start`), so a record duplicated, lost or
+moved is caught on reading. Replaying the events (`agent.replay`) rebuilds the history,
+the usage (so budgets span a resume) and the ledger the approval gate keeps. A call is
+identified by its tool_use id AND its fingerprint (a keyed hash of tool and input),
+never by the id alone: models and simulators reuse ids. What is kept verbatim and what
+is redacted is explained in `agent.session_format`; in short, what a resume sends back
+or runs is exact, the configured API key is never written, and the file is 0600.
 
 A record counts once its line is complete: a torn last line (the process died
-mid-write) is ignored and cut off when the session is reopened. A damaged line
-anywhere else is refused with its line number, and the file is left as it was.
-Nothing in a session comes from the client's configuration, and anything shaped
-like an Anthropic API key is redacted before it is written.
+mid-write) is ignored and cut off when the session is reopened. A failed write (disk
+full) is rolled back to the last complete record and raises `SessionWriteError`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
-import os
-import re
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
-from agent.messages import Msg
+from agent.messages import Msg, as_object, final_text
 from agent.registry import ToolCall, ToolOutcome
-from agent.replay import VERSION, Recorded, Replay, SessionError, fingerprint, pending_turn, read_session
+from agent.render import describe_error
+from agent.replay import Replay, pending_turn, read_session
+from agent.session_file import SessionFile, sync_directory
+from agent.session_format import (
+    MAX_RECORDED_CHARS,
+    VERSION,
+    KeyMask,
+    Ledger,
+    Recorded,
+    SessionError,
+    SessionWriteError,
+    as_text,
+    configured_key,
+    encode_line,
+    fingerprint,
+    redact,
+)
 
 if TYPE_CHECKING:
     from agent.state import RunResult, RunState
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - Windows: no advisory locks, one writer is on you
-    fcntl = None  # type: ignore[assignment]
 
 __all__ = [
     "MAX_RECORDED_CHARS",
     "Replay",
     "Session",
     "SessionError",
+    "SessionWriteError",
+    "as_text",
     "fingerprint",
     "pending_turn",
     "read_session",
 ]
 
-MAX_RECORDED_CHARS = 200_000
-"""A raw result is recorded up to this size; the full one lives in the artifact store."""
-_KEY_SHAPE = re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}")
-
-
-def as_text(value: Any, limit: int = MAX_RECORDED_CHARS) -> str:
-    """A raw tool value as bounded text (what a session keeps of a result)."""
-    if isinstance(value, bytes):
-        text = value.decode("utf-8", errors="replace")
-    elif isinstance(value, str):
-        text = value
-    else:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f"\n[... {len(text) - limit:,} more chars not recorded in the session]"
+log = logging.getLogger("agent")
 
 
 class Session:
@@ -90,14 +86,13 @@ class Session:
     def __init__(self, *, fsync: bool = True) -> None:
         self.path: Path | None = None
         self.fsync = fsync
-        self.approvals: dict[str, bool | str] = {}
-        self.started: set[str] = set()
-        self.results: dict[str, Recorded] = {}
-        self.done: dict[str, str] = {}
-        self._file: IO[bytes] | None = None
-        self._lock = threading.Lock()
+        self.ledger = Ledger()
+        self._file: SessionFile | None = None
+        self._lock = threading.RLock()
         self._history: list[Msg] = []
         self._usage_written = 0
+        self._records = 0
+        self._mask = KeyMask(self.ledger.key)
 
     # -- opening ---------------------------------------------------------------------
 
@@ -105,78 +100,88 @@ class Session:
     def create(
         cls, path: str | Path, *, run_id: str, model: str, messages: Sequence[Msg], fsync: bool = True
     ) -> Session:
-        """Start a new session file; refuses to overwrite one that holds a run."""
-        session = cls(fsync=fsync)
-        target = Path(path)
-        if target.exists() and target.stat().st_size > 0:
-            raise SessionError(f"{target} already holds a session: resume it, or pick a new path")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        session._open(target)
-        session._history = list(messages)
-        session.write(
-            {"event": "start", "v": VERSION, "run_id": run_id, "model": model, "messages": messages}
-        )
+        """Start a new session file; refuses one that holds a run (checked under the lock)."""
+        session, target = cls(fsync=fsync), Path(path)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise SessionError(f"cannot create a session at {target}: {error}") from error
+        session._attach(SessionFile(target, create=True, fsync=fsync))
+        try:
+            session._claim_empty(target)
+            session._mask = KeyMask(session.ledger.key, configured_key())
+            session._history = list(messages)
+            start = {"v": VERSION, "run_id": run_id, "model": model, "fp_key": session.ledger.key.hex()}
+            session.write({"event": "start", **start, "messages": messages})
+            sync_directory(target)
+        except BaseException:
+            session.close()
+            raise
         return session
+
+    def _claim_empty(self, target: Path) -> None:
+        """Under the lock: the file must be empty, or torn inside its first record (then reused)."""
+        assert self._file is not None
+        if self._file.size > 0:
+            try:
+                read_session(target)
+            except SessionError as error:
+                if "torn inside its first record" not in str(error):
+                    raise SessionError(f"{target} holds data that is not a session: {error}") from None
+                log.warning("%s was torn inside its first record (nothing ran); starting over in it", target)
+                self._file.truncate(0)
+            else:
+                raise SessionError(f"{target} already holds a session: resume it, or pick a new path")
+        self._file.make_private()
 
     @classmethod
     def reopen(cls, path: str | Path, *, fsync: bool = True) -> tuple[Session, Replay]:
         """Open a session to continue it: lock it, replay it, cut a torn tail, seed the ledger."""
-        if not Path(path).is_file():
-            raise SessionError(f"no session file at {path}")
         session = cls(fsync=fsync)
-        session._open(Path(path))
+        session._attach(SessionFile(Path(path), create=False, fsync=fsync))
         try:
             replay = read_session(path)
+            if replay.unrestored and replay.stop_reason is None:  # a finished run sends nothing
+                raise SessionError(
+                    f"{path} holds an API key masked in the file, and the configured ANTHROPIC_API_KEY "
+                    "is not that key: resume with the key the run was started with"
+                )
+            assert session._file is not None
+            session._file.truncate(replay.good_bytes)
+            session.ledger = replay.ledger
+            session._mask = KeyMask(replay.ledger.key, configured_key())
+            session._history = list(replay.messages)
+            session._usage_written = len(replay.usage)
+            session._records = replay.records
+            if replay.stop_reason is None:
+                session.write({"event": "resume"})
         except BaseException:
             session.close()
             raise
-        session._truncate(replay.good_bytes)
-        session.approvals = dict(replay.approvals)
-        session.started = set(replay.started)
-        session.results = dict(replay.results)
-        session.done = dict(replay.done)
-        session._history = list(replay.messages)
-        session._usage_written = len(replay.usage)
-        if replay.stop_reason is None:
-            session.write({"event": "resume"})
         return session, replay
 
-    def _open(self, path: Path) -> None:
-        """Open for appending, holding an exclusive lock: one writer per session, so two
-        processes can never resume (and so run the same calls) at once."""
-        file = path.open("ab")
-        if fcntl is not None:
-            try:
-                fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                file.close()
-                raise SessionError(f"{path} is in use by another running agent") from None
-        self.path, self._file = path, file
-
-    def _truncate(self, size: int) -> None:
-        """Drop a torn tail, so the next record starts on a fresh line."""
-        if self._file is not None and size < self._file.seek(0, os.SEEK_END):
-            self._file.truncate(size)
+    def _attach(self, file: SessionFile) -> None:
+        self.path, self._file = file.path, file
 
     def close(self) -> None:
         with self._lock:
             if self._file is not None:
                 self._file.close()
-                self._file = None
 
     # -- writing ---------------------------------------------------------------------
 
     def write(self, event: Mapping[str, Any]) -> None:
-        """Append one event and make it durable before returning."""
-        if self._file is None:
-            return
-        line = json.dumps({**event, "t": round(time.time(), 3)}, ensure_ascii=False, default=str)
-        data = (_redact(line) + "\n").encode("utf-8")
+        """Append one event and make it durable before returning; `SessionWriteError` if not
+        (the file is then rolled back to its last complete record)."""
         with self._lock:
-            self._file.write(data)
-            self._file.flush()
-            if self.fsync:
-                os.fsync(self._file.fileno())
+            if self._file is None:
+                return
+            record = {"event": event["event"], "n": self._records, **event, "t": round(time.time(), 3)}
+            self._file.append(encode_line(record, self._mask))
+            self._records += 1
+
+    def fingerprint(self, call: ToolCall) -> str:
+        return self.ledger.fingerprint(call)
 
     def record_reply(self, state: RunState, message: Msg | None) -> None:
         """The assistant turn that asked for tools, before any of them runs (so a resume
@@ -186,39 +191,48 @@ class Session:
             self.write({"event": "reply", "message": message})
 
     def record_calls(self, calls: Sequence[ToolCall]) -> None:
-        self.write(
-            {"event": "calls", "calls": [{"id": c.id, "name": c.name, "input": dict(c.input)} for c in calls]}
-        )
+        """The calls of a turn, before any runs; an id reused for another call is logged."""
+        seen = self.ledger.seen
+        for call in calls:
+            fp = self.fingerprint(call)
+            if seen.get(call.id, fp) != fp:
+                log.warning(
+                    "tool_use id %s was used before for a different call; %s is treated as a new call",
+                    call.id,
+                    call.name,
+                )
+            seen[call.id] = fp
+        listed = [{"id": c.id, "name": c.name, "input": as_object(c.input)} for c in calls]
+        self.write({"event": "calls", "calls": listed})
 
     def record_approval(self, call: ToolCall, verdict: bool | str) -> None:
-        self.approvals[call.id] = verdict
-        reason = None if verdict is True else verdict
-        self.write(
-            {
-                "event": "approval",
-                "id": call.id,
-                "tool": call.name,
-                "approved": verdict is True,
-                "reason": reason,
-            }
-        )
+        key = self.ledger.call_key(call)
+        self.ledger.approvals[key] = verdict
+        reason = None if verdict is True else redact(str(verdict))
+        event = {"event": "approval", "id": call.id, "fp": key[1], "tool": call.name}
+        self.write({**event, "approved": verdict is True, "reason": reason})
 
-    def record_started(self, call: ToolCall) -> None:
-        self.started.add(call.id)
-        self.write({"event": "started", "id": call.id, "tool": call.name, "input": dict(call.input)})
+    def record_started(self, call: ToolCall, *, irreversible: bool = True) -> None:
+        key = self.ledger.call_key(call)
+        self.ledger.started[key] = irreversible
+        event = {"event": "started", "id": call.id, "fp": key[1], "tool": call.name}
+        self.write({**event, "irreversible": irreversible})
 
     def record_result(self, outcome: ToolOutcome, *, took_effect: bool = False) -> None:
-        """One call's result; `took_effect` marks an irreversible action that must not repeat."""
+        """One call's result; `took_effect` marks an irreversible action that must not repeat.
+        Never raises on the value (any value is recorded as text); a failed write raises
+        `SessionWriteError` after the in-memory ledger is updated."""
         call = outcome.call
-        recorded = Recorded(as_text(outcome.value), outcome.is_error)
-        event: dict[str, Any] = {"event": "result", "id": call.id, "tool": call.name}
-        event.update(content=recorded.text, is_error=recorded.is_error)
+        recorded = Recorded(as_text(outcome.value), bool(outcome.is_error))
         with self._lock:
-            self.results[call.id] = recorded
+            key = self.ledger.call_key(call)
+            self.ledger.results[key] = recorded
             if took_effect:
-                self.done[fingerprint(call)] = call.id
-                event["once"] = fingerprint(call)
-        self.write(event)
+                self.ledger.done[key[1]] = call.id
+            event = {"event": "result", "id": call.id, "fp": key[1], "tool": call.name}
+            self.write(
+                {**event, "content": recorded.text, "is_error": recorded.is_error, "once": took_effect}
+            )
 
     def record_usage(self, state: RunState) -> None:
         """The model calls billed since the last record, with the token-estimate calibration
@@ -227,7 +241,7 @@ class Session:
         calibration = {"ratio": kept.ratio, "samples": kept.samples, "hidden": kept.hidden}
         for step in state.usage.steps[self._usage_written :]:
             self.write({"event": "usage", "usage": step.to_json(), "calibration": calibration})
-        self._usage_written = len(state.usage.steps)
+            self._usage_written += 1
 
     def record_turn(self, state: RunState, new: Iterable[Msg]) -> None:
         """Commit new messages; first, if pruning, compaction or a memory note rewrote the
@@ -242,18 +256,22 @@ class Session:
         self._history = [*history, *new]
 
     def record_run(self, loop: Callable[[RunState], RunResult], state: RunState) -> RunResult:
-        """Run `loop(state)`, writing how it ended (`end`, or `stopped` with the error)."""
+        """Run `loop(state)`, writing how it ended (`end`, or `stopped` with the error).
+        Whatever escapes carries the partial `RunResult` in `.result`."""
         try:
             result = loop(state)
-        except BaseException as error:
-            with contextlib.suppress(OSError):  # the run's own error matters more than this record
-                self.record_usage(state)
-                self.write({"event": "stopped", "error": type(error).__name__, "detail": str(error)})
-            raise
-        else:
             self.record_usage(state)
-            self.write({"event": "end", "stop_reason": result.stop_reason, "text": result.text})
+            self.write({"event": "end", "stop_reason": result.stop_reason, "text": redact(result.text)})
             return result
+        except BaseException as error:
+            if isinstance(error, Exception) and getattr(error, "result", None) is None:
+                with contextlib.suppress(Exception):  # e.g. an exception type that refuses attributes
+                    error.result = state.result(final_text(state.messages), "error")  # type: ignore[attr-defined]
+            with contextlib.suppress(OSError, SessionWriteError):  # the run's own error matters more
+                self.record_usage(state)
+                detail = redact(describe_error(error))
+                self.write({"event": "stopped", "error": type(error).__name__, "detail": detail})
+            raise
         finally:
             self.close()
 
@@ -265,12 +283,3 @@ def _changed(old: Sequence[Msg], new: Sequence[Msg]) -> dict[str, Msg]:
         for i, message in enumerate(new)
         if i >= len(old) or (message is not old[i] and message != old[i])
     }
-
-
-def _redact(line: str) -> str:
-    """Remove anything shaped like an API key, and the configured key itself."""
-    line = _KEY_SHAPE.sub("sk-ant-[redacted]", line)
-    key = os.environ.get("ANTHROPIC_API_KEY", "")
-    if len(key) >= 8 and key in line:
-        line = line.replace(key, "[redacted]")
-    return line

@@ -21,7 +21,7 @@ from anthropic.types import Message
 
 from agent.models import MODELS, ModelTable, Price
 
-__all__ = ["PRICES", "Price", "RunUsage", "Usage", "price_for"]
+__all__ = ["PRICES", "Price", "RunUsage", "Usage", "cost_of", "price_for"]
 
 log = logging.getLogger("agent")
 
@@ -33,6 +33,21 @@ PRICES: Mapping[str, Price] = MappingProxyType({m.id: m.price for m in MODELS.va
 def price_for(model: str, models: ModelTable = MODELS) -> Price | None:
     """The price of `model` (dated ids such as `claude-haiku-4-5-20251001` included), or None."""
     return models.price(model)
+
+
+def cost_of(usage: Mapping[str, Any], price: Price) -> float:
+    """Dollars for one usage record in the API's shape (`input_tokens`, the cache counters,
+    `cache_creation.ephemeral_1h_input_tokens`, `output_tokens`): each part at its own price."""
+    write = usage.get("cache_creation_input_tokens") or 0
+    write_1h = (usage.get("cache_creation") or {}).get("ephemeral_1h_input_tokens") or 0
+    dollars: float = (
+        usage["input_tokens"] * price.input
+        + (write - write_1h) * price.cache_write_5m
+        + write_1h * price.cache_write_1h
+        + (usage.get("cache_read_input_tokens") or 0) * price.cache_read
+        + usage["output_tokens"] * price.output
+    ) / 1_000_000
+    return dollars
 
 
 @dataclass(frozen=True)
@@ -83,15 +98,7 @@ class Usage:
         read = u.cache_read_input_tokens or 0
         price = models.price(model) if model else None
         price = price or models.price(message.model)
-        cost = None
-        if price is not None:
-            cost = (
-                u.input_tokens * price.input
-                + (write - write_1h) * price.cache_write_5m
-                + write_1h * price.cache_write_1h
-                + read * price.cache_read
-                + u.output_tokens * price.output
-            ) / 1_000_000
+        cost = cost_of(u.model_dump(), price) if price is not None else None
         tools = tuple(b.name for b in message.content if b.type == "tool_use")
         changes = getattr(message, "input_transformations", None) or []
         dropped = sum(1 for c in changes if isinstance(c, dict) and c.get("type") == "thinking_dropped")
@@ -145,8 +152,11 @@ class RunUsage:
         self.steps.append(record)
         log.info(record.line(self.cache_hit_ratio))
         if jsonl is not None:
-            with jsonl.open("a", encoding="utf-8") as out:
-                out.write(json.dumps(record.to_json(), sort_keys=True) + "\n")
+            try:
+                with jsonl.open("a", encoding="utf-8") as out:
+                    out.write(json.dumps(record.to_json(), sort_keys=True) + "\n")
+            except OSError as error:  # a log that cannot be written must not end a paid-for run
+                log.warning("usage log %s not written: %s", jsonl, error)
 
     def _sum(self, name: str) -> int:
         return sum(getattr(step, name) for step in self.steps)

@@ -31,6 +31,7 @@ from agent.context.cache import strip_cache_control
 from agent.context.thinking import first_rewrite, thinking_blocks
 from agent.models import MODELS
 from agent.testing.simulator import MessagesSimulator
+from agent.usage import cost_of
 from benchmarks.economics import KEEP_FIELDS, REQUEST, SYSTEM, TOOLS, model, summarizer
 
 STEPS = 40
@@ -103,17 +104,7 @@ class Triage:
         """What the simulator billed, at the model's own prices."""
         price = MODELS.price(self.model)
         assert price is not None
-        total = 0.0
-        for u in self.sim.usages:
-            one_hour = (u.get("cache_creation") or {}).get("ephemeral_1h_input_tokens", 0)
-            total += (
-                u["input_tokens"] * price.input
-                + (u["cache_creation_input_tokens"] - one_hour) * price.cache_write_5m
-                + one_hour * price.cache_write_1h
-                + u["cache_read_input_tokens"] * price.cache_read
-                + u["output_tokens"] * price.output
-            ) / 1e6
-        return total
+        return sum(cost_of(u, price) for u in self.sim.usages)
 
     def reported_usd(self) -> float:
         return (self.result.usage.cost_usd or 0.0) if self.result is not None else 0.0

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agent import Agent, ToolCall, tool
+from agent import Agent, AgentError, ToolCall, tool
 from agent.approval import TerminalApprover, deny_by_default
 from agent.testing import ScriptedLLM, reply, tool_use, validate_request
 
@@ -55,6 +55,7 @@ def _clear() -> None:
     refunds.clear()
     lookups.clear()
     tickets.clear()
+    paid.clear()
 
 
 def refund_call(order_id: str = "A1", id: str = "r1") -> dict[str, Any]:
@@ -293,3 +294,112 @@ def test_results_keep_call_order_when_a_denied_call_sits_between_calls_that_run(
     newest = llm.requests[1]["messages"][-1]["content"]
     assert [b["tool_use_id"] for b in newest] == ["g1", "r1", "g2"]
     assert newest[1]["content"].startswith("denied:") and refunds == []
+
+
+# -- calls are matched on id + tool + input (issue 11, item 6) -----------------------------------
+
+paid: list[str] = []
+
+
+@tool(irreversible=True)
+def pay(name: str) -> str:
+    """Pay someone (irreversible).
+
+    Args:
+        name: who.
+    """
+    paid.append(name)
+    return f"paid {name}"
+
+
+def test_an_id_reused_for_another_call_runs_that_call_and_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    script = [
+        reply(tool_use("get_order", {"order_id": "A1"}, id="x1")),
+        reply(tool_use("request_refund", {"order_id": "A1", "reason": "broken"}, id="x1")),  # id reused
+        reply("ok"),
+    ]
+    agent, llm = agent_with(script, allow=["request_refund"])
+    with caplog.at_level("WARNING", logger="agent"):
+        agent.run("Refund A1.")
+    assert refunds == ["A1"]  # the refund ran...
+    answer = llm.requests[2]["messages"][-1]["content"][0]
+    assert answer["content"] == '{"refund_id":"R-A1","status":"refunded"}'  # ...and its own result came back
+    assert any("x1 was used before for a different call" in r.getMessage() for r in caplog.records)
+
+
+def test_ids_restarted_after_a_resume_do_not_skip_a_different_payment(tmp_path: Any) -> None:
+    path = tmp_path / "s.jsonl"
+    first = ScriptedLLM([reply(tool_use("pay", {"name": "alice"}, id="p1"))])  # then the model is gone
+    with pytest.raises(AgentError):
+        Agent(llm=first, tools=[pay], allow=["pay"], artifacts_dir=None).run(
+            "Pay alice, then bob.", session=path
+        )
+    paid.clear()
+    restarted = ScriptedLLM([reply(tool_use("pay", {"name": "bob"}, id="p1")), reply("done")])  # ids restart
+    Agent(llm=restarted, tools=[pay], allow=["pay"], artifacts_dir=None).resume(path)
+    assert paid == ["bob"]
+    assert restarted.requests[1]["messages"][-1]["content"][0]["content"] == "paid bob"
+
+
+def test_an_approval_holds_for_its_own_call_only() -> None:
+    asked: list[str] = []
+
+    def approve(call: ToolCall) -> bool:
+        asked.append(call.input["name"])
+        return call.input["name"] == "alice"
+
+    script = [
+        reply(tool_use("pay", {"name": "alice"}, id="p1")),
+        reply(tool_use("pay", {"name": "mallory"}, id="p1")),  # the same id, another payee
+        reply("ok"),
+    ]
+    llm = ScriptedLLM(script)
+    Agent(llm=llm, tools=[pay], approver=approve, artifacts_dir=None).run("Pay alice.")
+    assert asked == ["alice", "mallory"] and paid == ["alice"]
+
+
+def test_an_irreversible_call_asked_twice_in_one_turn_runs_once() -> None:
+    script = [reply(refund_call(id="r1"), refund_call(id="r2")), reply("ok")]
+    agent, llm = agent_with(script, allow=["request_refund"])
+    agent.run("Refund A1.")
+    assert refunds == ["A1"]
+    results = llm.requests[1]["messages"][-1]["content"]
+    assert "is_error" not in results[0] and results[1]["content"].startswith("already done: request_refund")
+
+
+# -- what the person is shown (issue 11, item 8) -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("hidden", "name"),
+    [
+        ("\u202e", "RIGHT-TO-LEFT OVERRIDE"),
+        ("\u2067", "RIGHT-TO-LEFT ISOLATE"),
+        ("\u200b", "ZERO WIDTH SPACE"),
+        ("\u200d", "ZERO WIDTH JOINER"),
+        ("\ufeff", "ZERO WIDTH NO-BREAK SPACE"),
+        ("\x1b", "U+001B CONTROL"),  # ANSI escapes could repaint the screen
+        ("\u00a0", "NO-BREAK SPACE"),
+        ("\u2028", "LINE SEPARATOR"),
+        ("\u3164", "HANGUL FILLER"),
+        ("\U000e0041", "TAG LATIN CAPITAL LETTER A"),
+        ("\u00ad", "SOFT HYPHEN"),
+    ],
+)
+def test_terminal_approver_shows_hidden_characters(hidden: str, name: str) -> None:
+    iban = f"DE89 3704 0044 {hidden}0532 0130 00"
+    call = ToolCall("p1", "pay", {"iban": iban, "amount": "9,500.00"})
+    out = io.StringIO()
+    TerminalApprover(stdin=FakeTTY("n\n"), stdout=out)(call)
+    shown = out.getvalue()
+    assert hidden not in shown
+    escape = f"\\u{ord(hidden):04x}" if ord(hidden) <= 0xFFFF else f"\\U{ord(hidden):08x}"
+    assert escape in shown and name in shown and "WARNING" in shown
+
+
+def test_terminal_approver_shows_a_plain_call_plainly() -> None:
+    out = io.StringIO()
+    TerminalApprover(stdin=FakeTTY("y\n"), stdout=out)(
+        ToolCall("p1", "pay", {"iban": "DE89 3704 0044 0532 0130 00", "to": "Jürgen Müller"})
+    )
+    assert "WARNING" not in out.getvalue() and "Jürgen Müller" in out.getvalue()

@@ -85,7 +85,8 @@ def test_cleanup_keeps_the_newest_runs_and_touches_nothing_else(tmp_path: Path) 
     for i in range(5):
         store = ArtifactStore.for_run(tmp_path, f"run-{i}")
         store.put(artifact_name("t", str(i) * 300, is_json=False), str(i) * 300)
-        os.utime(tmp_path / f"run-{i}", (time.time() - 100 + i, time.time() - 100 + i))
+        del store  # the run ended: its lease is released
+        os.utime(tmp_path / f"run-{i}", (time.time() - 10_000 + i, time.time() - 10_000 + i))
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "keep.txt").write_text("mine")
     removed = cleanup_runs(tmp_path, keep=2)
@@ -224,3 +225,68 @@ def test_select_json_paths() -> None:
     assert select_json(data, "xs[-1]") == {"id": 2}
     with pytest.raises(ValueError, match="list of 2 items"):
         select_json(data, "xs[5]")
+
+
+# -- issue 11: regressions ---------------------------------------------------------------
+
+
+def test_keys_a_tool_returned_are_not_stored_in_clear(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "gw-proxy-key-0123456789")
+    leaked = "env: ANTHROPIC_API_KEY=sk-ant-api03-AbC_dEf-0123456789xyz\nproxy=gw-proxy-key-0123456789\n" * 20
+    store = ArtifactStore.for_run(tmp_path, "run")
+    name = artifact_name("run_command", leaked, is_json=False)
+    assert store.put(name, leaked)
+    on_disk = b"".join(p.read_bytes() for p in (tmp_path / "run").iterdir())
+    assert b"AbC_dEf-0123456789xyz" not in on_disk and b"gw-proxy-key-0123456789" not in on_disk
+    assert "sk-ant-[redacted]" in store.read(name) and "proxy=[redacted]" in store.read(name)
+
+
+def test_a_hard_link_from_outside_the_store_is_refused(
+    stored: tuple[Path, str, str], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    root, _, _ = stored
+    outside = tmp_path_factory.mktemp("outside") / "id_rsa"
+    outside.write_text("-----BEGIN PRIVATE KEY-----\nhunter2\n")
+    os.link(outside, root / "run" / "leak-0123456789ab.txt")
+    out, failed = call(root, name="leak-0123456789ab.txt")
+    assert failed and "refused" in out and "2 hard links" in out and "hunter2" not in out
+
+
+def test_a_fifo_in_the_store_is_refused_without_blocking(stored: tuple[Path, str, str]) -> None:
+    root, _, _ = stored
+    os.mkfifo(root / "run" / "pipe-0123456789ab.txt")
+    out, failed = call(root, name="pipe-0123456789ab.txt")
+    assert failed and "not a regular file" in out
+
+
+def test_the_pattern_syntax_is_in_the_tool_schema(tmp_path: Path) -> None:
+    schema = make_read_artifact(tmp_path).input_model.model_json_schema()
+    said = schema["properties"]["pattern"]["description"]
+    assert ("RE2" in said and "no backreferences" in said) or ("glob" in said and "no regex" in said)
+
+
+def test_reads_are_capped_in_bytes_and_say_so(stored: tuple[Path, str, str]) -> None:
+    root, _, _ = stored
+    with open(root / "run" / "huge-0123456789ab.txt", "wb") as handle:
+        handle.truncate(64 << 20)  # 64 MiB planted in the store (sparse: costs no disk)
+    out, _ = call(root, name="huge-0123456789ab.txt")
+    assert "only the first 16,777,216 of 67,108,864 bytes read" in out and len(out) <= 6000
+
+
+def test_a_line_longer_than_the_answer_says_how_much_was_cut(tmp_path: Path) -> None:
+    text = "x" * 50_000
+    name = artifact_name("t", text, is_json=False)
+    ArtifactStore.for_run(tmp_path, "run").put(name, text)
+    out, _ = call(tmp_path, max_chars=1000, name=name)
+    assert len(out) <= 1000 and re.search(r"…\[\+4\d,\d{3} chars\]$", out)
+
+
+def test_a_match_deep_in_a_one_line_json_result_is_found_and_shown_in_context(tmp_path: Path) -> None:
+    data = json.dumps([{"id": i, "note": "refund due" if i == 4000 else "fine"} for i in range(5000)])
+    name = artifact_name("search", data, is_json=True)
+    ArtifactStore.for_run(tmp_path, "run").put(name, data)
+    out, failed = call(tmp_path, name=name, pattern="refund")
+    assert not failed and out.startswith("[1 lines of 1 match 'refund']")
+    assert '{"id": 4000, "note": "refund due"}' in out and len(out.splitlines()[1]) < 500

@@ -117,3 +117,19 @@ def test_a_second_sigkill_during_the_resume_is_survived_too(tmp_path: Path) -> N
     }
     assert answers["r1"] == unknown[0]["content"]  # the same verdict, not a fresh guess
     assert answers["e1"] == "report refunds exported" and result.text == crash_worker.FINAL
+
+
+def test_the_kill_trials_benchmark_finds_nothing_in_a_few_trials() -> None:
+    """A smoke run of `benchmarks.kill_trials` (random SIGKILLs of a simulator-backed run with
+    pruning, compaction, thinking and restarted tool ids), so the benchmark cannot rot."""
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.kill_trials", "--trials", "4", "--parallel", "4", "--seed", "7"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=WORKER.parent.parent,
+        env={**os.environ, "PYTHONPATH": str(WORKER.parent.parent)},
+    )
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    assert summary == {"trials": 4, "irreversible_repeats": 0, "lost_results": 0, "invalid_requests": 0}

@@ -24,6 +24,7 @@ from agent import MODELS, Agent, AgentError, ModelCallFailed, tool
 from agent.registry import MAX_OUTPUT_CHARS
 from agent.testing import ScriptedLLM, reply, tool_use, validate_request
 from agent.testing.simulator import MessagesSimulator
+from agent.usage import cost_of
 
 Simulator = Callable[..., MessagesSimulator]
 
@@ -209,16 +210,7 @@ def billed_usd(sim: MessagesSimulator, model: str) -> float:
     """What the simulator billed (answers the client gave up on included), at `model`'s prices."""
     price = MODELS.price(model)
     assert price is not None
-    return sum(
-        (
-            u["input_tokens"] * price.input
-            + u["cache_creation_input_tokens"] * price.cache_write_5m
-            + u["cache_read_input_tokens"] * price.cache_read
-            + u["output_tokens"] * price.output
-        )
-        / 1e6
-        for u in sim.usages
-    )
+    return sum(cost_of(u, price) for u in sim.usages)
 
 
 def test_timed_out_attempts_count_against_the_dollar_budget(simulator: Simulator) -> None:

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import threading
 import time
+from collections.abc import Callable
 from typing import Literal
 
 import pytest
 
 from agent import Tool, ToolCall, ToolRegistry, tool
+from agent.registry import safe_text
 from agent.schema import parse_docstring
 
 
@@ -184,3 +187,155 @@ def test_google_docstring_parser() -> None:
 def test_tool_stays_callable_as_a_function() -> None:
     assert isinstance(lookup, Tool)
     assert lookup("X")["id"] == "X"
+
+
+# --- issue 11: what a tool returns (item 4), what a tool's signature may be (11), what input is (12)
+
+
+class _StrRaises:
+    def __str__(self) -> str:
+        raise ValueError("no text")
+
+
+class _StrIsInt:
+    def __str__(self) -> str:
+        return 5  # type: ignore[return-value]
+
+
+def _cyclic() -> list[object]:
+    items: list[object] = [1]
+    items.append(items)
+    return items
+
+
+def _deep(levels: int) -> dict[str, object]:
+    root: dict[str, object] = {}
+    node = root
+    for _ in range(levels):
+        node["k"] = node = {}
+    return root
+
+
+HOSTILE_RETURNS = {
+    "tuple key": ({(1, 2): "a"}, lambda v: v == {"(1, 2)": "a"}),
+    "10**5000": (10**5000, lambda v: v == "1" + "0" * 5000),
+    "cyclic list": (_cyclic(), lambda v: v == [1, "<cycle>"]),
+    "10,000-deep dict": (_deep(10_000), lambda v: "nested deeper than 100 levels" in json.dumps(v)),
+    "__str__ raises": (_StrRaises(), lambda v: v == "<unprintable _StrRaises: __str__ raised ValueError>"),
+    "__str__ returns int": (_StrIsInt(), lambda v: v == "<unprintable _StrIsInt: __str__ raised TypeError>"),
+    "lone surrogate": ({"k\udc80": "a\udc80b"}, lambda v: v == {"k\ufffd": "a\ufffdb"}),
+}
+
+
+@pytest.mark.parametrize("label", HOSTILE_RETURNS)
+def test_any_return_value_becomes_a_renderable_result(label: str) -> None:
+    value, expected = HOSTILE_RETURNS[label]
+
+    @tool
+    def hostile() -> object:
+        """Returns something awkward."""
+        return value
+
+    [outcome] = ToolRegistry([hostile]).run_all([ToolCall("1", "hostile", {})])
+    assert not outcome.is_error  # it ran: for an irreversible tool, an error would invite a repeat
+    assert expected(outcome.value), outcome.value
+    # what the session and the request encoder do with it must work (they crashed on all of these)
+    json.dumps(outcome.value, ensure_ascii=False).encode("utf-8")
+    json.dumps(outcome.value, ensure_ascii=False, default=str).encode("utf-8")
+    assert safe_text(value).encode("utf-8") == safe_text(outcome.value).encode("utf-8")
+
+
+def test_plain_results_come_back_as_the_very_object() -> None:
+    rows = [{"id": i, "tags": ("a", "b"), "score": 1.5, "ok": None} for i in range(1000)]
+
+    @tool
+    def listing() -> object:
+        """Returns rows."""
+        return rows
+
+    [outcome] = ToolRegistry([listing]).run_all([ToolCall("1", "listing", {})])
+    assert outcome.value is rows
+
+
+def test_positional_only_parameters_are_passed_by_position() -> None:
+    @tool
+    def power(base: int, exponent: int = 2, /, *, label: str = "") -> str:
+        """Raise base to exponent."""
+        return f"{label}{base**exponent}"
+
+    call = ToolCall("1", "power", {"base": 3, "exponent": 3, "label": "="})
+    [outcome] = ToolRegistry([power]).run_all([call])
+    assert (outcome.value, outcome.is_error) == ("=27", False)
+
+
+def test_callable_parameters_are_refused_when_decorated() -> None:
+    def apply(fn: Callable[[int], int], x: int) -> int:
+        """Apply fn."""
+        return fn(x)
+
+    with pytest.raises(TypeError, match=r"parameter 'fn' .* cannot be described in JSON Schema"):
+        tool(apply)
+
+
+class _Counter:
+    """Count words in a text."""
+
+    def __call__(self, text: str, /) -> int:
+        return len(text.split())
+
+
+def _greet(greeting: str, name: str, punctuation: str = "!") -> str:
+    """Greet someone.
+
+    Args:
+        name: who to greet.
+    """
+    return f"{greeting}, {name}{punctuation}"
+
+
+def test_partial_and_callable_objects_are_tools_named_after_what_they_wrap() -> None:
+    hello = tool(functools.partial(_greet, "Hello", punctuation="."))
+    counter = tool(_Counter())
+    renamed = tool(name="count_words")(_Counter())
+    assert (hello.name, counter.name, renamed.name) == ("_greet", "_Counter", "count_words")
+    assert hello.description == "Greet someone." and counter.description == "Count words in a text."
+    # the partial's bound arguments are not the model's to set (or even see)
+    assert list(hello.declaration()["input_schema"]["properties"]) == ["name"]
+    registry = ToolRegistry([hello, counter, renamed])
+    outcomes = registry.run_all(
+        [
+            ToolCall("1", "_greet", {"name": "Ada"}),
+            ToolCall("2", "_Counter", {"text": "one two three"}),
+            ToolCall("3", "_greet", {"name": "Ada", "punctuation": "?"}),
+        ]
+    )
+    assert [o.value for o in outcomes[:2]] == ["Hello, Ada.", 3]
+    assert outcomes[2].is_error and "punctuation: Extra inputs are not permitted" in outcomes[2].value
+
+
+def test_a_default_holding_a_title_key_is_declared_as_it_is() -> None:
+    @tool
+    def style(options: dict[str, str] = {"title": "Report", "font": "serif"}) -> str:  # noqa: B006
+        """Style a document."""
+        return str(options)
+
+    props = style.declaration()["input_schema"]["properties"]
+    assert props["options"]["default"] == {"title": "Report", "font": "serif"}
+
+
+@pytest.mark.parametrize(
+    ("given", "named"),
+    [
+        ("not an object", "a string"),
+        (None, "null"),
+        (42, "a number"),
+        (1.5, "a number"),
+        ([["order_id", "A-1"]], "an array"),
+        (True, "a boolean"),
+    ],
+)
+def test_input_that_is_not_an_object_is_an_error_result(given: object, named: str) -> None:
+    [outcome] = ToolRegistry([lookup]).run_all([ToolCall("1", "lookup", given)])  # type: ignore[arg-type]
+    assert outcome.is_error
+    expected = f"invalid input for lookup: the input must be a JSON object of named arguments, not {named}"
+    assert outcome.value == expected

@@ -7,24 +7,37 @@ This tool returns a bounded slice of that stored result, chosen one of three way
     read_artifact(name, json_path="orders[3].customer")  one value of a JSON result
     read_artifact(name, pattern="ERROR|refund")          the lines that match (numbered)
 
-Only plain artifact names are accepted (no folders, no `..`), and the file must be
-a regular file inside the store: a symlink, or anything resolving outside the
-store's root, is refused. A slice too long for `max_chars` is cut and says how to
-read on.
+Everything it takes comes from the model, so a prompt injection can choose it; each
+input is bounded and each refusal is an error the model can act on:
+
+- the name must be a plain artifact name, and the file a regular, singly linked file
+  in the store, opened without following links (`agent.context.artifacts`);
+- at most `max_read_bytes` of the file are read, the answer is at most `max_chars`
+  and says how to read on, and a line too long to show says how much was cut;
+- `pattern` never reaches Python's backtracking `re`: it is RE2 when google-re2 is
+  installed, else a glob subset, both linear in the text (`tools/pattern_search.py`),
+  and the tool's description tells the model which one it has.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from agent.context.artifacts import resolve_artifact
+from agent.context.artifacts import MAX_READ_BYTES, read_artifact_text
 from agent.context.compress import compress
 from agent.registry import Tool, tool
+from tools.pattern_search import compile_pattern, search, syntax_help
 
 __all__ = ["make_read_artifact", "read_artifact", "select_json"]
+
+SUMMARY = "Read part of a full tool result that was cut: by line range, JSON path, or pattern."
+MAX_JSON_PATH_CHARS = 500
+SHOW_LINE = 400
+"""A matching line longer than this is shown as a window around the match."""
 
 _SEGMENT = re.compile(r"\[(-?\d+|\*)\]|\[\"([^\"]*)\"\]|\['([^']*)'\]|\.?([^.\[\]]+)")
 
@@ -78,66 +91,119 @@ def select_json(data: Any, path: str) -> Any:
     return current if spread else current[0]
 
 
-def _numbered(lines: list[tuple[int, str]], max_chars: int, header: str, more: str) -> str:
-    """`L<n> text` lines under `header` (which may use {first} and {last}), cut to `max_chars`."""
+def _numbered(entries: Iterable[tuple[int, str]], max_chars: int, header: str, more: str) -> str:
+    """The `L<n> ...` entries under `header` (which may use {first} and {last}), cut to `max_chars`.
+    Entries are consumed lazily: a slice of a huge artifact costs what is shown, not the whole."""
     shown: list[str] = []
-    used = len(header) + 24
-    for position, (number, line) in enumerate(lines):
-        text = f"L{number} {line}"
-        if used + len(text) + 1 > max_chars - len(more) - 8 and position:
-            last = lines[position - 1][0]
-            return "\n".join([header.format(first=lines[0][0], last=last), *shown, more.format(next=number)])
-        shown.append(text[: max_chars - used - len(more) - 8])
+    used, first, last = len(header) + 24, 0, 0
+    for number, text in entries:
+        if shown and used + len(text) + 1 > max_chars - len(more) - 8:
+            return "\n".join([header.format(first=first, last=last), *shown, more.format(next=number)])
+        room = max_chars - used - len(more) - 8
+        if len(text) > room:  # one line longer than the whole answer: say how much is missing
+            text = text[: max(room - 32, 0)] + f" …[+{len(text) - max(room - 32, 0):,} chars]"
+        shown.append(text)
         used += len(text) + 1
-    first, last = (lines[0][0], lines[-1][0]) if lines else (0, 0)
+        first, last = first or number, number
     return "\n".join([header.format(first=first, last=last), *shown])
 
 
-def make_read_artifact(root: str | Path, *, max_chars: int = 6000) -> Tool:
-    """A `read_artifact` tool reading the store under `root`, answering at most `max_chars`."""
+def _escape(text: str) -> str:
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+def _around(line: str, start: int, end: int) -> str:
+    """A window of `line` around the span `start:end`, at most SHOW_LINE characters."""
+    left = max(0, min(start, len(line)) - SHOW_LINE // 3)
+    right = min(len(line), max(end, start) + SHOW_LINE // 3, left + SHOW_LINE)
+    return ("…" if left else "") + line[left:right] + ("…" if right < len(line) else "")
+
+
+def _pattern_answer(
+    lines: list[str], span: range, total: str, pattern: str, max_chars: int, deadline_s: float
+) -> str:
+    matcher = compile_pattern(pattern)
+    result = search(((n, lines[n - 1]) for n in span), matcher, deadline_s=deadline_s)
+    entries: list[tuple[int, str]] = []
+    for hit in result.hits:
+        line = lines[hit.line - 1]
+        if len(line) <= SHOW_LINE:
+            if not entries or entries[-1][0] != hit.line:
+                entries.append((hit.line, f"L{hit.line} {line}"))
+        else:  # a long line (a one-line JSON result): each match with what is around it
+            entries.append((hit.line, f"L{hit.line}:{hit.start + 1} {_around(line, hit.start, hit.end)}"))
+    count = f"at least {result.lines_matched}" if result.stopped_at else f"{result.lines_matched}"
+    header = f"[{count} lines of {total} match {pattern!r}"
+    header += f"; {matcher.note}]" if matcher.note else "]"
+    if result.stopped_at is not None:
+        header += (
+            f"\n[search stopped at line {result.stopped_at} after {deadline_s:g} s: "
+            f"narrow the pattern, or pass start_line={result.stopped_at} to go on]"
+        )
+    more = "[... more matches from line {next}: pass start_line={next}]"
+    return _numbered(entries, max_chars, _escape(header), more)
+
+
+def make_read_artifact(
+    root: str | Path,
+    *,
+    max_chars: int = 6000,
+    max_read_bytes: int = MAX_READ_BYTES,
+    search_seconds: float = 3.0,
+) -> Tool:
+    """A `read_artifact` tool reading the store under `root`: it reads at most `max_read_bytes`
+    of an artifact, answers at most `max_chars`, and stops a search after `search_seconds`."""
     base = Path(root)
 
     def read_artifact(
         name: str, start_line: int = 0, end_line: int = 0, json_path: str = "", pattern: str = ""
     ) -> str:
-        """Read part of a full tool result that was cut: by line range, JSON path, or pattern.
+        text, size = read_artifact_text(base, name, max_bytes=max_read_bytes)
+        partial = size > max_read_bytes
+        if json_path:
+            if len(json_path) > MAX_JSON_PATH_CHARS:
+                raise ValueError(f"json_path is {len(json_path):,} chars; at most {MAX_JSON_PATH_CHARS}")
+            try:
+                data = json.loads(text)
+            except RecursionError:
+                raise ValueError(
+                    f"{name} is nested too deeply to parse; read it by lines or pattern"
+                ) from None
+            except ValueError:
+                why = f"only its first {max_read_bytes:,} bytes can be read" if partial else "it is not JSON"
+                raise ValueError(
+                    f"{name} cannot be read by json_path ({why}); read it by lines or pattern"
+                ) from None
+            selected = json.dumps(select_json(data, json_path), ensure_ascii=False, separators=(",", ":"))
+            if len(selected) <= max_chars:
+                return selected
+            return compress(json.loads(selected), max_chars, pointer=name)
+        lines = text.splitlines()
+        first = max(start_line, 1)
+        last = min(end_line or len(lines), len(lines))
+        if end_line and end_line < first:
+            raise ValueError(f"end_line={end_line} is before start_line={first}")
+        if first > max(len(lines), 1):
+            raise ValueError(f"start_line={start_line} is past the end: {name} has {len(lines)} lines")
+        span = range(first, last + 1)
+        total = f"{len(lines)}" + (
+            f" (only the first {max_read_bytes:,} of {size:,} bytes read)" if partial else ""
+        )
+        if pattern:
+            return _pattern_answer(lines, span, total, pattern, max_chars, search_seconds)
+        entries = ((n, f"L{n} {lines[n - 1]}") for n in span)
+        header = f"[lines {{first}}-{{last}} of {_escape(total)}]"
+        return _numbered(entries, max_chars, header, "[... read on with start_line={next}]")
+
+    read_artifact.__doc__ = f"""{SUMMARY}
 
         Args:
             name: what follows `artifact:` in the cut note.
             start_line: first line (1-based).
             end_line: last line (inclusive).
             json_path: e.g. items[3].customer or items[*].id (JSON results).
-            pattern: regex; returns the matching lines.
+            pattern: {syntax_help()}
         """
-        text = resolve_artifact(base, name).read_text(encoding="utf-8", errors="replace")
-        if json_path:
-            try:
-                data = json.loads(text)
-            except ValueError:
-                raise ValueError(f"{name} is not JSON; read it by lines or pattern") from None
-            selected = json.dumps(select_json(data, json_path), ensure_ascii=False, separators=(",", ":"))
-            if len(selected) <= max_chars:
-                return selected
-            return compress(json.loads(selected), max_chars, pointer=name)
-        lines = text.splitlines()
-        first = max(start_line or 1, 1)
-        last = min(end_line or len(lines), len(lines))
-        numbered = [(n, lines[n - 1]) for n in range(first, last + 1)]
-        if pattern:
-            try:
-                regex = re.compile(pattern, re.IGNORECASE)
-            except re.error:
-                regex = re.compile(re.escape(pattern), re.IGNORECASE)
-            numbered = [(n, line) for n, line in numbered if regex.search(line[:2000])]
-            header = f"[{len(numbered)} lines of {len(lines)} match {pattern!r}]".replace("{", "{{").replace(
-                "}", "}}"
-            )
-            return _numbered(
-                numbered, max_chars, header, "[... more matches from line {next}: pass start_line]"
-            )
-        header = f"[lines {{first}}-{{last}} of {len(lines)}]"
-        return _numbered(numbered, max_chars, header, "[... read on with start_line={next}]")
-
     return tool(compress=False)(read_artifact)  # already bounded: compressing it again would defeat it
 
 

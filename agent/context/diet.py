@@ -10,8 +10,9 @@
 is the loop's hook (`Agent.render_result` calls it): it picks the policy for the
 tool, stores the full result of every non-trivial call (not only the cut ones, so
 keep-recent pruning can later replace an old result with a stub that still points
-at it), then renders. A store that fails (disk full, size cap) only means no pointer:
-the run never breaks over an artifact.
+at it), then renders. What is stored goes through the secret policy
+(`agent.secrets.redact`) first. A store that fails (disk full, size cap) only means no
+pointer: the run never breaks over an artifact.
 
 The text the model reads is plain; the only trace of the store in it is the
 `artifact:<name>` pointer inside a cut note (see `artifacts.find_pointer`).
@@ -28,6 +29,7 @@ from agent.context.artifacts import ArtifactStore, artifact_name
 from agent.context.compress import compress
 from agent.context.compressors.jsonish import dump_full, normalize
 from agent.context.slim import slim
+from agent.secrets import redact
 
 if TYPE_CHECKING:
     from agent.config import AgentConfig
@@ -133,11 +135,12 @@ def render_outcome(config: AgentConfig, outcome: ToolOutcome, state: RunState) -
     pointer = None
     store = store_for(config, state)
     if store is not None and len(full) >= config.artifact_min_chars:
-        name = artifact_name(outcome.call.name, full, is_json=is_json)
+        kept = redact(full)  # named after what is stored, so the name hashes no secret
+        name = artifact_name(outcome.call.name, kept, is_json=is_json)
         try:
-            if store.put(name, full, tool_use_id=outcome.call.id):
+            if store.put(name, kept, tool_use_id=outcome.call.id):
                 pointer = name
-        except OSError:
+        except (OSError, NotImplementedError):  # disk full, read-only, no dir_fd (Windows): no pointer
             pointer = None
     return render(
         outcome.value,

@@ -1,0 +1,263 @@
+"""Run folders of the artifact store: who may delete one, and how a file in one is opened.
+
+Two things went wrong when this was done with paths and folder ages alone:
+
+**Cleanup deleted live runs.** Each run folder used to be deleted as soon as `keep_runs`
+newer folders existed, so 200 runs sharing one `artifacts_dir` deleted each other's
+results mid-run. Now a live run holds a *lease*: a shared `flock` on its folder's own
+descriptor, taken before the folder is marked as ours (with an index) and held until
+the store is closed or the process dies (then the kernel drops it). A folder is
+deleted only if it is beyond the newest `keep` AND its lease is free AND it is older
+than `min_age_s` (its mtime, refreshed on every write). Cleanup takes the lease
+exclusively and without waiting, renames the folder to `.trash-*` under that lock,
+and then deletes it; a run that was waiting to resume in that folder sees it is gone
+and makes a new one. On a file system that refuses `flock`, cleanup deletes nothing
+(it cannot tell a live run); without `fcntl` at all (Windows) only the age protects.
+
+**The store could be escaped or fooled.** Checking a path and then opening it by name
+races with a symlink swap, and a hard link to a file outside looks like any file inside.
+So a file is opened relative to its folder's descriptor with `O_NOFOLLOW` (the folder
+itself too, relative to the root's), and the inode is checked after opening: a regular
+file with one link, on the store's device. No name is resolved twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shutil
+import stat
+import time
+import uuid
+from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no advisory locks, only the age protects a run
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = [
+    "CLOEXEC",
+    "DEFAULT_MIN_AGE_S",
+    "DIRECTORY",
+    "INDEX_FILE",
+    "NOFOLLOW",
+    "Lease",
+    "Refused",
+    "cleanup_runs",
+    "find_in_runs",
+    "list_runs",
+    "open_in_store",
+    "open_root",
+    "read_capped",
+]
+
+INDEX_FILE = "index.jsonl"
+DEFAULT_MIN_AGE_S = 3600.0
+"""A run folder untouched for less than this is never deleted, lease or not."""
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # getattr: Windows has none of these (nor dir_fd: see diet)
+CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+DIRECTORY = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | CLOEXEC
+_READ = os.O_RDONLY | NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)  # a FIFO: no wait
+_READ |= CLOEXEC
+
+
+class Refused(ValueError):
+    """A file in the store that the store did not write, or cannot vouch for."""
+
+
+def _same(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def open_root(root: str | Path) -> int:
+    """A descriptor of the store's root (the configured path may itself be a symlink)."""
+    return os.open(root, DIRECTORY)
+
+
+def _open_folder(root_fd: int, name: str) -> int | None:
+    """A descriptor of run folder `name` under `root_fd`; None if absent or not a real folder."""
+    try:
+        return os.open(name, DIRECTORY | NOFOLLOW, dir_fd=root_fd)
+    except OSError as error:
+        if error.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+            return None
+        raise
+
+
+def open_regular(dir_fd: int, name: str, device: int) -> int | None:
+    """Open `name` in `dir_fd` for reading, or None if absent; `Refused` unless it is a
+    regular file with one link on `device`. The check is on the open inode: no race."""
+    try:
+        fd = os.open(name, _READ, dir_fd=dir_fd)
+    except OSError as error:
+        if error.errno == errno.ENOENT:
+            return None
+        if error.errno in (errno.ELOOP, errno.EMLINK):
+            raise Refused(f"refused: {name} is a symlink, not a regular file in the store") from None
+        raise
+    info = os.fstat(fd)
+    problem = None
+    if not stat.S_ISREG(info.st_mode):
+        problem = f"{name} is not a regular file in the store"
+    elif info.st_nlink != 1:
+        problem = f"{name} has {info.st_nlink} hard links; the store only serves files it wrote itself"
+    elif info.st_dev != device:
+        problem = f"{name} is on another device than the store"
+    if problem:
+        os.close(fd)
+        raise Refused("refused: " + problem)
+    return fd
+
+
+def open_in_store(root_fd: int, folder: str, name: str) -> int | None:
+    """Open artifact `name` of run folder `folder`, checked as in `open_regular`."""
+    folder_fd = _open_folder(root_fd, folder)
+    if folder_fd is None:
+        return None
+    try:
+        return open_regular(folder_fd, name, os.fstat(root_fd).st_dev)
+    finally:
+        os.close(folder_fd)
+
+
+def find_in_runs(root: str | Path, name: str) -> tuple[int, str]:
+    """An open, checked descriptor of `name` in the newest run folder under `root` holding it,
+    and that folder's name. FileNotFoundError, saying which, if the store or the name is absent."""
+    try:
+        root_fd = open_root(root)
+    except (FileNotFoundError, NotADirectoryError):
+        raise FileNotFoundError(f"no artifact store at {root}") from None
+    try:
+        for _, folder in list_runs(root_fd):
+            fd = open_in_store(root_fd, folder, name)
+            if fd is not None:
+                return fd, folder
+    finally:
+        os.close(root_fd)
+    raise FileNotFoundError(
+        f"no artifact named {name} under {root} (its run may have been cleaned up; call the tool again)"
+    )
+
+
+def read_capped(fd: int, max_bytes: int) -> tuple[bytes, int]:
+    """Up to `max_bytes` from the start of `fd` (closed after), and the file's whole size."""
+    try:
+        size = os.fstat(fd).st_size
+        chunks, wanted = [], min(size, max_bytes)
+        while wanted > 0:
+            chunk = os.read(fd, min(wanted, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            wanted -= len(chunk)
+        return b"".join(chunks), size
+    finally:
+        os.close(fd)
+
+
+def list_runs(root_fd: int) -> list[tuple[float, str]]:
+    """(mtime, name) of the run folders under `root_fd` (ours: they hold an index), newest first."""
+    found = []
+    with contextlib.suppress(OSError), os.scandir(root_fd) as entries:
+        for entry in entries:
+            if entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
+                continue
+            with contextlib.suppress(OSError):
+                index = os.stat(f"{entry.name}/{INDEX_FILE}", dir_fd=root_fd, follow_symlinks=False)
+                if stat.S_ISREG(index.st_mode):
+                    found.append((entry.stat(follow_symlinks=False).st_mtime, entry.name))
+    return sorted(found, reverse=True)
+
+
+class Lease:
+    """A live run's hold on its folder: the folder's descriptor, with a shared lock on it."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.dir_fd = self._acquire()
+
+    def _acquire(self) -> int:
+        for _ in range(50):
+            self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            dir_fd = os.open(self.folder, DIRECTORY | NOFOLLOW)
+            if fcntl is not None:
+                with contextlib.suppress(OSError):  # a file system without flock: age only
+                    fcntl.flock(dir_fd, fcntl.LOCK_SH)  # waits only while a cleanup holds it
+            with contextlib.suppress(OSError):  # still the folder at that path?
+                if _same(os.stat(self.folder, follow_symlinks=False), os.fstat(dir_fd)):
+                    return dir_fd
+            os.close(dir_fd)  # a cleanup deleted it while we waited: make a new one
+        raise OSError(errno.EBUSY, f"could not lease run folder {self.folder}")
+
+    def touch(self) -> None:
+        """Mark the folder as just used (cleanup spares folders younger than its min age)."""
+        with contextlib.suppress(OSError):
+            os.utime(self.dir_fd)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.dir_fd)  # the lock goes with the last descriptor of it
+        self.dir_fd = -1
+
+
+def cleanup_runs(
+    root: str | Path, keep: int, *, current: Path | None = None, min_age_s: float = DEFAULT_MIN_AGE_S
+) -> list[Path]:
+    """Delete run folders under `root` beyond the newest `keep` that no live run holds and
+    nobody touched for `min_age_s`; returns them. Only folders this store created (they hold
+    an index) are candidates, symlinks are never followed, and `current` is never deleted."""
+    if keep < 1:
+        return []
+    base = Path(root)
+    try:
+        root_fd = open_root(base)
+    except OSError:
+        return []
+    removed = []
+    try:
+        _remove_trash(root_fd, base)
+        for mtime, name in list_runs(root_fd)[keep:]:
+            if current is not None and name == Path(current).name:
+                continue
+            if time.time() - mtime < min_age_s:
+                continue
+            with contextlib.suppress(OSError):  # one folder we cannot delete never stops the run
+                if _delete_if_free(root_fd, base, name, min_age_s):
+                    removed.append(base / name)
+    finally:
+        os.close(root_fd)
+    return removed
+
+
+def _delete_if_free(root_fd: int, base: Path, name: str, min_age_s: float) -> bool:
+    folder_fd = _open_folder(root_fd, name)
+    if folder_fd is None:
+        return False
+    try:
+        if fcntl is not None:
+            try:
+                fcntl.flock(folder_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                return False  # a live run holds it (or the lock cannot be had: keep it)
+        if time.time() - os.fstat(folder_fd).st_mtime < min_age_s:
+            return False  # touched since it was listed
+        trash = f".trash-{name[:80]}-{uuid.uuid4().hex[:8]}"
+        os.rename(name, trash, src_dir_fd=root_fd, dst_dir_fd=root_fd)
+        if not _same(os.stat(trash, dir_fd=root_fd, follow_symlinks=False), os.fstat(folder_fd)):
+            with contextlib.suppress(OSError):  # swapped under us: put it back, delete nothing
+                os.rename(trash, name, src_dir_fd=root_fd, dst_dir_fd=root_fd)
+            return False
+        shutil.rmtree(base / trash, ignore_errors=True)  # fd-based on POSIX: never follows links
+        return True
+    finally:
+        os.close(folder_fd)
+
+
+def _remove_trash(root_fd: int, base: Path) -> None:
+    """Finish deletions that a cleanup started and did not end (it died mid-way)."""
+    with contextlib.suppress(OSError), os.scandir(root_fd) as entries:
+        stale = [e.name for e in entries if e.name.startswith(".trash-") and e.is_dir(follow_symlinks=False)]
+    for name in stale:
+        shutil.rmtree(base / name, ignore_errors=True)
