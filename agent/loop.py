@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from anthropic.types import Message
-from anthropic.types import Usage as SDKUsage
 from typing_extensions import Unpack
 
 from agent import retry
+from agent.accounting import book_answer, book_usage
 from agent.approval import run_guarded
 from agent.budget import check_budgets
 from agent.config import AgentConfig, AgentOptions, check_effort
@@ -38,7 +38,7 @@ from agent.context.cache import mark_breakpoints
 from agent.context.diet import register_read_artifact, render_outcome
 from agent.context.history import shrink_history
 from agent.context.thinking import thinking_param
-from agent.context.tokens import Calibration, estimate_tokens
+from agent.context.tokens import Calibration
 from agent.errors import ModelCallFailed, StepBudgetExceeded
 from agent.events import Event, emit
 from agent.llm import LLM, AnthropicLLM, StreamingLLM
@@ -57,7 +57,7 @@ from agent.registry import ToolCall, ToolOutcome, ToolRegistry
 from agent.replay import pending_turn
 from agent.session import Session
 from agent.state import RunResult, RunState
-from agent.usage import RunUsage, Usage
+from agent.usage import RunUsage
 
 __all__ = ["Agent", "RunResult", "RunState"]
 
@@ -223,32 +223,7 @@ class Agent(AgentConfig):
                         f"model call failed at step {state.step}: {type(error).__name__}: {error}",
                         state.result(final_text(state.messages), "error"),
                     ) from error
-        if getattr(response, "usage", None) is None:  # a server that sent none: estimate, never 0
-            log.warning("[step %d] the response carried no usage; recording an estimate", state.step)
-            content = [b.model_dump(mode="json") for b in response.content]
-            guess = {
-                "input_tokens": state.calibration.estimate(request),
-                "output_tokens": estimate_tokens(content),
-            }
-            response = response.model_copy(update={"usage": SDKUsage.model_validate(guess)})
-        record = Usage.from_message(
-            state.step,
-            response,
-            effort=request.get("output_config", {}).get("effort"),
-            latency_s=time.monotonic() - started,
-            models=self.models,
-            model=request["model"],
-        )
-        state.usage.add(record, Path(self.usage_log) if self.usage_log else None)
-        calibration = state.calibration
-        calibration.observe(estimate_tokens(request), record.prompt, calibration.hidden_tokens(request))
-        details = response.usage.output_tokens_details
-        if details is not None and details.thinking_tokens:
-            content = [b.model_dump(mode="json") for b in response.content]
-            calibration.note_thinking(content, details.thinking_tokens)
-        if self.cache:
-            state.cache_guard.observe(request, record)
-        return response
+        return book_answer(self, request, response, state, time.monotonic() - started)
 
     def send(self, request: dict[str, Any], state: RunState) -> Message:
         """One attempt through the seam; with `on_event` and a streaming `LLM`, text and
@@ -274,7 +249,7 @@ class Agent(AgentConfig):
                 self.models.price(request["model"]),
                 request["max_tokens"],
             )
-            state.usage.add(estimate, Path(self.usage_log) if self.usage_log else None)
+            book_usage(self, state, estimate)
         if not retry.retryable(error) or attempt >= (self.model_retries or 0):
             return False
         wait = retry.backoff_seconds(error, attempt)
