@@ -172,13 +172,20 @@ def life(workdir: Path, mode: str) -> None:
             )
             (workdir / "ready").touch()
             session = workdir / "run.jsonl"
-            result = agent.run(PROMPT, session=session) if mode == "run" else agent.resume(session)
+            again = mode == "run" or not started(session)  # killed before its first record: nothing
+            result = agent.run(PROMPT, session=session) if again else agent.resume(session)  # ran
             report = {"text": result.text}
     except BaseException as error:
         report = {"error": f"{type(error).__name__}: {error}"[:2000]}
     report.update(rejected=len(sim.rejected), errors=len(sim.errors))
     (workdir / f"report-{mode}-{os.getpid()}.json").write_text(json.dumps(report))
     os._exit(0)
+
+
+def started(session: Path) -> bool:
+    """Whether the session holds at least one whole record (its `start`): a run killed before
+    that has nothing to resume, and what a user does then is start it again."""
+    return session.exists() and b"\n" in session.read_bytes()
 
 
 def answers(call: Mapping[str, Any], text: str) -> bool:

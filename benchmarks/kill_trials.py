@@ -183,6 +183,9 @@ def run_trial(root: Path, number: int, rng: random.Random, span: float) -> Trial
     for mode in lives:
         worker = Life(workdir, mode)
         if not worker.wait_ready():
+            report = workdir / f"report-{mode}-{worker.pid}.json"
+            said = report.read_text() if report.exists() else "no report"
+            print(f"trial {number}: the {mode} life ended before it was ready: {said}", file=sys.stderr)
             continue
         if rng.random() < 1 / 3:
             worker.wait_started(rng.randint(1, IRREVERSIBLE_CALLS))

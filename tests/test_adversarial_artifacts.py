@@ -26,6 +26,7 @@ from agent.context.artifacts import (
     artifact_name,
     cleanup_runs,
     find_pointer,
+    folder_bytes,
     read_artifact_text,
 )
 from agent.testing import ScriptedLLM, reply, tool_use
@@ -330,3 +331,38 @@ def test_a_full_disk_never_breaks_the_run(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setattr(ArtifactStore, "_write_file", staticmethod(_full_disk))
     result = run_dump_env(tmp_path)
     assert result.text == "done" and find_pointer(result.messages[2]["content"][0]["content"]) is None
+
+
+def test_a_temp_file_renamed_away_during_the_size_scan_is_not_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race behind a lost index line: another writer's temp file is listed, then renamed
+    away before it is measured. Replayed deterministically: the scan sees a file that is gone."""
+    (tmp_path / "kept.txt").write_text("x" * 10)
+    real_scandir = os.scandir
+
+    class Vanishing:
+        name = ".tmp-gone"
+
+        def is_file(self, follow_symlinks: bool = True) -> bool:
+            return True
+
+        def stat(self, follow_symlinks: bool = True) -> os.stat_result:
+            raise FileNotFoundError(2, "No such file or directory", self.name)
+
+    class Listing:
+        def __init__(self, fd: int) -> None:
+            self.inner = real_scandir(fd)
+
+        def __enter__(self) -> list[Any]:
+            return [*self.inner, Vanishing()]
+
+        def __exit__(self, *exc: object) -> None:
+            self.inner.close()
+
+    monkeypatch.setattr(os, "scandir", Listing)
+    fd = os.open(tmp_path, os.O_RDONLY)
+    try:
+        assert folder_bytes(fd) == 10
+    finally:
+        os.close(fd)

@@ -111,6 +111,20 @@ def check_name(name: str) -> None:
         )
 
 
+def folder_bytes(dir_fd: int) -> int:
+    """Bytes in the folder's files. Another writer of the same folder may rename its temp file
+    away between the listing and the `stat`: a file that is gone counts as nothing."""
+    total = 0
+    with os.scandir(dir_fd) as entries:
+        for entry in entries:
+            try:
+                if entry.is_file(follow_symlinks=False):
+                    total += entry.stat(follow_symlinks=False).st_size
+            except FileNotFoundError:
+                continue
+    return total
+
+
 def _decode(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
@@ -243,10 +257,7 @@ class ArtifactStore:
 
     def _used(self, dir_fd: int) -> int:
         if self._total is None:
-            with os.scandir(dir_fd) as entries:
-                self._total = sum(
-                    e.stat(follow_symlinks=False).st_size for e in entries if e.is_file(follow_symlinks=False)
-                )
+            self._total = folder_bytes(dir_fd)
         return self._total
 
     def _write_atomic(self, dir_fd: int, name: str, data: bytes) -> None:
