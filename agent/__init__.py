@@ -17,7 +17,7 @@ from agent.errors import (
     TokenBudgetExceeded,
 )
 from agent.events import Event
-from agent.llm import LLM, AnthropicLLM, StreamingLLM, TokenCounter
+from agent.llm import LLM, AnthropicLLM, AsyncAnthropicLLM, AsyncLLM, StreamingLLM, TokenCounter
 from agent.loop import Agent
 from agent.memory import Memory
 from agent.models import MODELS, ModelInfo, ModelTable
@@ -35,6 +35,8 @@ __all__ = [
     "AnthropicLLM",
     "Approver",
     "ArtifactStore",
+    "AsyncAnthropicLLM",
+    "AsyncLLM",
     "BudgetExceeded",
     "CostBudgetExceeded",
     "Event",

@@ -20,13 +20,14 @@ from anthropic.types import Message
 from anthropic.types import Usage as SDKUsage
 
 from agent.context.tokens import estimate_tokens
+from agent.retry import estimated_attempt
 from agent.usage import Usage
 
 if TYPE_CHECKING:
     from agent.config import AgentConfig
     from agent.state import RunState
 
-__all__ = ["book_answer", "book_usage"]
+__all__ = ["book_answer", "book_failed_attempt", "book_usage"]
 
 log = logging.getLogger("agent")
 
@@ -34,6 +35,21 @@ log = logging.getLogger("agent")
 def book_usage(config: AgentConfig, state: RunState, record: Usage) -> None:
     """Add one usage record to the run (and to the JSONL usage log, if there is one)."""
     state.usage.add(record, Path(config.usage_log) if config.usage_log else None)
+
+
+def book_failed_attempt(config: AgentConfig, request: Mapping[str, Any], state: RunState) -> None:
+    """Book a failed attempt that the server may have billed, at `agent.retry`'s conservative
+    estimate (the whole prompt at the dearest input price, the run's largest output)."""
+    model = request["model"]
+    estimate = estimated_attempt(
+        state.step,
+        model,
+        state.calibration.estimate(request),
+        state.usage.steps,
+        config.models.price(model),
+        request["max_tokens"],
+    )
+    book_usage(config, state, estimate)
 
 
 def book_answer(

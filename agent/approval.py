@@ -8,9 +8,9 @@ agent with no person at hand can never act irreversibly unless the tool is on it
 `allow` list. A denial is an ordinary `is_error` tool result, "denied: ...": the
 `tool_use`/`tool_result` pair stays valid and the model can adapt.
 
-`run_guarded` is what `Agent.run_tools` calls. Around the registry's parallel run
-it keeps the run's `Session` ledger, so that an irreversible action happens at
-most once and is never forgotten:
+`arun_guarded` is what `Agent.run_tools` awaits (`run_guarded` is the same gate, sync).
+Around the registry's parallel run it keeps the run's `Session` ledger, so that an
+irreversible action happens at most once and is never forgotten:
 
 - the calls, each verdict, and a `started` marker are recorded before a gated
   call runs; each result is recorded the moment that call finishes;
@@ -45,8 +45,9 @@ from pydantic import ValidationError
 from agent.registry import Tool, ToolCall, ToolOutcome, ToolRegistry
 from agent.render import renderable
 from agent.session import Session
+from agent.steps import blocking
 
-__all__ = ["Approver", "TerminalApprover", "deny_by_default", "reveal", "run_guarded"]
+__all__ = ["Approver", "TerminalApprover", "arun_guarded", "deny_by_default", "reveal", "run_guarded"]
 
 Approver = Callable[[ToolCall], "bool | str"]
 
@@ -178,35 +179,68 @@ def run_guarded(
     allow: Collection[str] = (),
 ) -> list[ToolOutcome]:
     """Run one turn's calls through the gate and the ledger; outcomes in call order."""
-    session.record_calls(calls)
-    settled: dict[int, ToolOutcome] = {}
-    to_run: list[tuple[int, ToolCall]] = []
-    claimed: dict[str, str] = {}  # fingerprint -> id of an irreversible call this turn will run
-    for i, call in enumerate(calls):
-        tool_ = registry.get(call.name)
-        outcome = (
-            _already_settled(call, tool_, session)
-            or _twin(call, tool_, session, claimed)
-            or _gate(call, tool_, session, approver, allow)
-        )
-        if outcome is None:
-            to_run.append((i, call))
-            if tool_ is not None and tool_.irreversible:
-                claimed[session.fingerprint(call)] = call.id
-        else:
-            settled[i] = outcome
-            if session.ledger.call_key(call) not in session.ledger.results:
-                session.record_result(outcome, took_effect=_took_effect(outcome))
-    for _, call in to_run:
-        if (tool_ := registry.get(call.name)) is not None and tool_.gated:
-            session.record_started(call, irreversible=tool_.irreversible)
+    turn = _Turn(registry, calls, session, approver, allow)
+    return turn.outcomes(registry.run_all(turn.to_run, on_done=turn.finished))
 
-    def finished(outcome: ToolOutcome) -> None:
-        session.record_result(outcome, took_effect=_took_effect(outcome))
 
-    ran = registry.run_all([call for _, call in to_run], on_done=finished)
-    settled.update((i, outcome) for (i, _), outcome in zip(to_run, ran, strict=True))
-    return [settled[i] for i in range(len(calls))]
+async def arun_guarded(
+    registry: ToolRegistry,
+    calls: Sequence[ToolCall],
+    session: Session,
+    approver: Approver | None = None,
+    allow: Collection[str] = (),
+) -> list[ToolOutcome]:
+    """`run_guarded` on the event loop (`ToolRegistry.arun_all`). The gate runs off the loop
+    (`agent.steps.blocking`): an approver may wait on a person, and other runs must not."""
+    turn = await blocking(_Turn, registry, calls, session, approver, allow)
+    return turn.outcomes(await registry.arun_all(turn.to_run, on_done=turn.finished))
+
+
+class _Turn:
+    """One turn through the gate: built, it has settled what the ledger and the approver
+    decide and recorded the `started` markers; `to_run` is what is left to run."""
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        calls: Sequence[ToolCall],
+        session: Session,
+        approver: Approver | None,
+        allow: Collection[str],
+    ) -> None:
+        self.session, self.count = session, len(calls)
+        session.record_calls(calls)
+        self.settled: dict[int, ToolOutcome] = {}
+        self.indices: list[int] = []
+        self.to_run: list[ToolCall] = []
+        claimed: dict[str, str] = {}  # fingerprint -> id of an irreversible call this turn will run
+        for i, call in enumerate(calls):
+            tool_ = registry.get(call.name)
+            outcome = (
+                _already_settled(call, tool_, session)
+                or _twin(call, tool_, session, claimed)
+                or _gate(call, tool_, session, approver, allow)
+            )
+            if outcome is None:
+                self.indices.append(i)
+                self.to_run.append(call)
+                if tool_ is not None and tool_.irreversible:
+                    claimed[session.fingerprint(call)] = call.id
+            else:
+                self.settled[i] = outcome
+                if session.ledger.call_key(call) not in session.ledger.results:
+                    session.record_result(outcome, took_effect=_took_effect(outcome))
+        for call in self.to_run:
+            if (tool_ := registry.get(call.name)) is not None and tool_.gated:
+                session.record_started(call, irreversible=tool_.irreversible)
+
+    def finished(self, outcome: ToolOutcome) -> None:
+        self.session.record_result(outcome, took_effect=_took_effect(outcome))
+
+    def outcomes(self, ran: Sequence[ToolOutcome]) -> list[ToolOutcome]:
+        """Every call's outcome in call order, given those of `to_run`."""
+        self.settled.update(zip(self.indices, ran, strict=True))
+        return [self.settled[i] for i in range(self.count)]
 
 
 def _already_settled(call: ToolCall, tool_: Tool | None, session: Session) -> ToolOutcome | None:

@@ -28,6 +28,7 @@ __all__ = [
     "in_main_thread",
     "input_problem",
     "invoke",
+    "is_async",
     "shown_name",
 ]
 
@@ -46,6 +47,13 @@ def invoke(fn: Callable[..., Any], arguments: BaseModel, timeout: float | None) 
     if inspect.iscoroutine(value):  # `async def`, an async __call__, a partial of either
         return asyncio.run(_bounded(value, timeout))
     return value
+
+
+def is_async(fn: Callable[..., Any]) -> bool:
+    """Declared `async` (a function, a partial of one, an object with an async `__call__`): such
+    a tool can be awaited on the caller's event loop. Anything else runs in a thread, where
+    `invoke` still runs a coroutine it happens to return."""
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
 
 
 async def _bounded(coroutine: Coroutine[Any, Any, Any], timeout: float | None) -> Any:

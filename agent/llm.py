@@ -17,21 +17,39 @@ an HTTP timeout that the SDK retries and bills again, and the SDK refuses large
 non-streamed `max_tokens` outright. Streaming through the SDK's helper returns the
 very same `Message`, so nothing downstream changes.
 
+`AsyncLLM` is the seam's async side, for `Agent.arun`: `acreate` (and optionally
+`astream`) awaited on the event loop. A plain `LLM` works under `arun` too (called in a
+worker thread). `AsyncAnthropicLLM` is `AnthropicLLM` on the SDK's `AsyncAnthropic`:
+the steps go through the async client; the sync methods it inherits (used by compaction's
+summary call and exact token counts, which run inside the synchronous context step, and
+by `run`, whose private event loop is gone after the run) use a sync twin client.
+
 A request may carry `betas` (a list of beta names, as the SDK's beta methods take
 them); they go out as the `anthropic-beta` header, never in the body.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 import anthropic
 from anthropic.types import Message
+from typing_extensions import Self
 
 from agent.models import ModelTable, refine_from_capabilities
 
-__all__ = ["LLM", "AnthropicLLM", "Delta", "StreamingLLM", "TokenCounter", "split_betas"]
+__all__ = [
+    "LLM",
+    "AnthropicLLM",
+    "AsyncAnthropicLLM",
+    "AsyncLLM",
+    "Delta",
+    "StreamingLLM",
+    "TokenCounter",
+    "split_betas",
+]
 
 Delta = Callable[[str, str], None]
 """`on_delta(kind, text)`, kind "text" or "thinking": a piece of the reply as it streams."""
@@ -42,6 +60,15 @@ class LLM(Protocol):
     """Anything that answers a Messages API request body with an SDK `Message`."""
 
     def create(self, request: Mapping[str, Any]) -> Message: ...
+
+
+@runtime_checkable
+class AsyncLLM(Protocol):
+    """Answers a request body on the event loop (optional `astream(request, on_delta)` like
+    `StreamingLLM.stream`). Named `acreate`, not `create`, so that one object can be both an
+    `LLM` and an `AsyncLLM` (as `AsyncAnthropicLLM` is)."""
+
+    async def acreate(self, request: Mapping[str, Any]) -> Message: ...
 
 
 @runtime_checkable
@@ -66,6 +93,14 @@ def split_betas(request: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, s
     body = {k: v for k, v in request.items() if k != "betas"}
     betas = request.get("betas") or ()
     return body, ({"anthropic-beta": ",".join(betas)} if betas else {})
+
+
+def _relay(event: Any, on_delta: Delta) -> None:
+    """Pass one stream event's text or thinking delta on (other events carry none)."""
+    if event.type == "text":
+        on_delta("text", event.text)
+    elif event.type == "thinking":
+        on_delta("thinking", event.thinking)
 
 
 class AnthropicLLM:
@@ -95,13 +130,17 @@ class AnthropicLLM:
         )
         self.max_retries = self.client.max_retries
 
-    def without_retries(self) -> AnthropicLLM:
+    def without_retries(self) -> Self:
         """The same transport with the SDK's own (budget-invisible) retries switched off."""
         if self.client.max_retries == 0:
             return self
-        twin = AnthropicLLM(stream=self.streaming, client=self.client.with_options(max_retries=0))
-        twin.max_retries = self.max_retries
+        twin = copy.copy(self)  # keeps `max_retries`: how often the agent itself retries
+        twin.client = self.client.with_options(max_retries=0)
+        twin.retries_off()
         return twin
+
+    def retries_off(self) -> None:
+        """Hook for `without_retries`: switch off retries in any further client a subclass holds."""
 
     def create(self, request: Mapping[str, Any]) -> Message:
         if self.streaming:
@@ -116,10 +155,7 @@ class AnthropicLLM:
         with self.client.messages.stream(**body, extra_headers=headers or None) as events:
             if on_delta is not None:
                 for event in events:
-                    if event.type == "text":
-                        on_delta("text", event.text)
-                    elif event.type == "thinking":
-                        on_delta("thinking", event.thinking)
+                    _relay(event, on_delta)
             return events.get_final_message()
 
     def count_tokens(self, request: Mapping[str, Any]) -> int:
@@ -136,3 +172,50 @@ class AnthropicLLM:
         except anthropic.NotFoundError:
             return models
         return refine_from_capabilities(models, model, getattr(info, "capabilities", None))
+
+
+class AsyncAnthropicLLM(AnthropicLLM):
+    """`AnthropicLLM` whose model calls are awaited on the SDK's `AsyncAnthropic` (the
+    `AsyncLLM` side, which `Agent.arun` uses), streaming by default. It is an `AnthropicLLM`
+    too: `count_tokens`, `refine`, compaction's summary call and `Agent.run` go through a
+    sync client with the same settings, so nothing that runs outside the event loop breaks."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_retries: int = 2,
+        timeout: float = 600.0,
+        stream: bool = True,
+        client: anthropic.AsyncAnthropic | None = None,
+    ) -> None:
+        self.aclient = client or anthropic.AsyncAnthropic(
+            api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout
+        )
+        sync = anthropic.Anthropic(
+            api_key=self.aclient.api_key,
+            base_url=str(self.aclient.base_url),
+            max_retries=self.aclient.max_retries,
+            timeout=self.aclient.timeout,
+        )
+        super().__init__(stream=stream, client=sync)
+
+    def retries_off(self) -> None:
+        self.aclient = self.aclient.with_options(max_retries=0)
+
+    async def acreate(self, request: Mapping[str, Any]) -> Message:
+        if self.streaming:
+            return await self.astream(request)
+        body, headers = split_betas(request)
+        response: Message = await self.aclient.messages.create(**body, extra_headers=headers or None)
+        return response
+
+    async def astream(self, request: Mapping[str, Any], on_delta: Delta | None = None) -> Message:
+        """`stream`, awaited: deltas reported as they arrive, the final `Message` returned."""
+        body, headers = split_betas(request)
+        async with self.aclient.messages.stream(**body, extra_headers=headers or None) as events:
+            if on_delta is not None:
+                async for event in events:
+                    _relay(event, on_delta)
+            return await events.get_final_message()

@@ -1,15 +1,20 @@
 """The agent loop: call the model, run the tools it asks for, repeat until done.
 
-`Agent.run(prompt)` is the whole story, and each step of it is a method a subclass
-may override:
+`Agent.run(prompt)` (or `await Agent.arun(prompt)`) is the whole story, and each step
+of it is a method a subclass may override (async: a coroutine, awaited; a plain method
+overriding one works too):
 
-    prepare_context  shrink the history (prune old results, compact the head)
+    prepare_context  shrink the history (prune old results, compact the head: run off the
+                     event loop when compaction is on, its summary call is a sync `create`)
     build_request    the Messages API body (tools, system, effort, cache breakpoints)
     check_budgets    refuse a call that would break a token or dollar budget
-    call_model       the one call through the `LLM` seam, its usage recorded
-    retry_with_room  once, a reply cut off by max_tokens before it said anything usable
-    run_tools        approve, validate, run in parallel, results back in call order
+    call_model       async: the one call through the `LLM` seam, its usage recorded
+    retry_with_room  async: once, a reply cut off by max_tokens before it said anything usable
+    run_tools        async: approve, validate, run in parallel, results back in call order
     render_result    turn one tool's raw return value into the text the model reads
+
+There is one loop, a coroutine: `arun` awaits it, `run` drives it on a private event
+loop (`agent.steps`), so sync and async runs cannot drift apart.
 
 The policies live in their own modules (`agent/context/`, `agent/budget.py`,
 `agent/approval.py`, `agent/session.py`); this file only orchestrates. The history
@@ -19,10 +24,11 @@ so the caller's lists and any earlier snapshot stay as they were.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +36,8 @@ from anthropic.types import Message
 from typing_extensions import Unpack
 
 from agent import retry
-from agent.accounting import book_answer, book_usage
-from agent.approval import run_guarded
+from agent.accounting import book_answer, book_failed_attempt
+from agent.approval import arun_guarded
 from agent.budget import check_budgets
 from agent.config import AgentConfig, AgentOptions, check_effort
 from agent.context.cache import mark_breakpoints
@@ -41,7 +47,7 @@ from agent.context.thinking import thinking_param
 from agent.context.tokens import Calibration
 from agent.errors import ModelCallFailed, StepBudgetExceeded
 from agent.events import Event, emit
-from agent.llm import LLM, AnthropicLLM, StreamingLLM
+from agent.llm import LLM, AnthropicLLM
 from agent.messages import (
     Msg,
     assistant_message,
@@ -57,6 +63,7 @@ from agent.registry import ToolCall, ToolOutcome, ToolRegistry
 from agent.replay import pending_turn
 from agent.session import Session
 from agent.state import RunResult, RunState
+from agent.steps import ask, blocking, recorded, run_sync, settle
 from agent.usage import RunUsage
 
 __all__ = ["Agent", "RunResult", "RunState"]
@@ -85,7 +92,7 @@ class Agent(AgentConfig):
             self.model_retries = int(getattr(llm, "max_retries", DEFAULT_RETRIES))
         if isinstance(llm, AnthropicLLM):
             llm = llm.without_retries()  # the loop retries, so the budgets see every attempt
-        self.llm: LLM = llm
+        self.llm: LLM = llm  # an `AsyncLLM` too, possibly (`agent.steps.ask`)
 
     # -- running ---------------------------------------------------------------------
 
@@ -95,15 +102,24 @@ class Agent(AgentConfig):
         """Answer `prompt` (after `history`, if any), calling tools until the model is done.
 
         With `session=path` every turn, approval and tool result is appended to that JSONL
-        file as it happens, so `resume(path)` can continue the run after a crash.
+        file as it happens, so `resume(path)` can continue the run after a crash. This is
+        `arun` driven on a private event loop (`agent.steps.run_sync`).
         """
+        return run_sync(lambda: self.arun(prompt, history=history, session=session))
+
+    async def arun(
+        self, prompt: str, *, history: Sequence[Msg] = (), session: str | Path | None = None
+    ) -> RunResult:
+        """`run`, awaited: many runs can share one event loop. Cancelling the task stops the
+        run between or inside its steps; the session records `stopped`, and `aresume` goes on
+        from there (an irreversible call cut off mid-way is reported as of unknown outcome)."""
         messages = opening_messages(history, prompt, tools_declared=len(self.registry) > 0)
         state = RunState(messages=messages, prompt=prompt)
         if session is not None:
             state.session = Session.create(
                 session, run_id=state.run_id, model=self.model, messages=state.messages
             )
-        return self.drive(self.loop, state)
+        return await self.drive(self.loop, state)
 
     def resume(self, path: str | Path) -> RunResult:
         """Continue the run recorded in session file `path` (build the agent as for `run`).
@@ -112,6 +128,10 @@ class Agent(AgentConfig):
         recorded result is reported to the model as of unknown outcome, never repeated.
         Budgets count the whole run, before and after the resume.
         """
+        return run_sync(lambda: self.aresume(path))
+
+    async def aresume(self, path: str | Path) -> RunResult:
+        """`resume`, awaited."""
         session, saved = Session.reopen(path)
         step = max((u.step for u in saved.usage if u.purpose == "step"), default=0)  # the last answered
         state = RunState(saved.messages, RunUsage(saved.usage), Calibration(**saved.calibration), step)
@@ -120,25 +140,27 @@ class Agent(AgentConfig):
             session.close()
             return state.result(final_text(state.messages), saved.stop_reason)
 
-        def finish_turn_then_loop(state: RunState) -> RunResult:
+        async def finish_turn_then_loop(state: RunState) -> RunResult:
             if saved.pending:  # it died mid-turn: complete that turn before the next model call
-                outcomes = self.run_tools(saved.pending, state)
+                outcomes = await settle(self.run_tools(saved.pending, state))
                 turn = saved.pending_reply or pending_turn(saved.pending)
                 self.append(state, turn, self.results_turn(outcomes, state))
-            return self.loop(state)
+            return await self.loop(state)
 
-        return self.drive(finish_turn_then_loop, state)
+        return await self.drive(finish_turn_then_loop, state)
 
-    def drive(self, loop: Callable[[RunState], RunResult], state: RunState) -> RunResult:
-        """Run `loop` under the session's record, and release the run's artifact folder after
+    async def drive(
+        self, loop: Callable[[RunState], Coroutine[Any, Any, RunResult]], state: RunState
+    ) -> RunResult:
+        """Await `loop` under the session's record, and release the run's artifact folder after
         (its lock keeps other runs' cleanup away from it only while the run is live)."""
         try:
-            return state.session.record_run(loop, state)
+            return await recorded(state.session, state, loop(state))
         finally:
             if state.artifacts is not None:
                 state.artifacts.close()
 
-    def loop(self, state: RunState) -> RunResult:
+    async def loop(self, state: RunState) -> RunResult:
         """Step until the model gives a final answer or a budget stops the run."""
         while True:
             if state.step >= self.max_steps:
@@ -148,19 +170,20 @@ class Agent(AgentConfig):
                 )
             state.step += 1
             emit(self.on_event, Event("step_start", state.step))
-            state.messages = self.prepare_context(state)
+            shrink = self.prepare_context  # may call the model to compact: off the loop then
+            state.messages = await blocking(shrink, state) if self.max_context_tokens else shrink(state)
             request = self.build_request(state)
             self.check_budgets(request, state)
-            response = self.call_model(request, state)
+            response = await settle(self.call_model(request, state))
             if cut_off_early(response):
-                response = self.retry_with_room(request, response, state)
+                response = await settle(self.retry_with_room(request, response, state))
             emit(self.on_event, Event("step_end", state.step, response.stop_reason or ""))
 
             calls = tool_calls(response)
             if response.stop_reason == "tool_use" and calls:
                 turn = assistant_message(response)
                 state.session.record_reply(state, turn)
-                outcomes = self.run_tools(calls, state)
+                outcomes = await settle(self.run_tools(calls, state))
                 self.append(state, turn, self.results_turn(outcomes, state))
             elif response.stop_reason == "pause_turn":
                 self.append(state, assistant_message(response))  # sent back as-is to continue
@@ -207,7 +230,7 @@ class Agent(AgentConfig):
         `max_cost_usd` (`agent.budget`)."""
         check_budgets(self, request, state)
 
-    def call_model(self, request: dict[str, Any], state: RunState) -> Message:
+    async def call_model(self, request: dict[str, Any], state: RunState) -> Message:
         """One call through the seam, with its usage recorded. A transient failure is tried
         again up to `model_retries` times, each retry budget-checked and each failed attempt
         that may have been billed counted at a conservative estimate (`agent.retry`); a call
@@ -215,58 +238,44 @@ class Agent(AgentConfig):
         for attempt in itertools.count():
             started = time.monotonic()
             try:
-                response = self.send(request, state)
+                response = await settle(self.send(request, state))
                 break
             except Exception as error:
-                if not self.retry_after(error, attempt, request, state):
+                if not await self.retry_after(error, attempt, request, state):
                     raise ModelCallFailed(
                         f"model call failed at step {state.step}: {type(error).__name__}: {error}",
                         state.result(final_text(state.messages), "error"),
                     ) from error
         return book_answer(self, request, response, state, time.monotonic() - started)
 
-    def send(self, request: dict[str, Any], state: RunState) -> Message:
-        """One attempt through the seam; with `on_event` and a streaming `LLM`, text and
-        thinking deltas are reported as they arrive."""
-        if self.on_event is None or not isinstance(self.llm, StreamingLLM):
-            return self.llm.create(request)
+    async def send(self, request: dict[str, Any], state: RunState) -> Message:
+        """One attempt through the seam (an `AsyncLLM` awaited, a sync `LLM` in a worker
+        thread); with `on_event` and a streaming `LLM`, text and thinking deltas are reported
+        as they arrive."""
         step, callback = state.step, self.on_event
 
         def on_delta(kind: str, text: str) -> None:
             emit(callback, Event("thinking" if kind == "thinking" else "text", step, text))
 
-        return self.llm.stream(request, on_delta)
+        return await ask(self.llm, request, None if callback is None else on_delta)
 
-    def retry_after(self, error: Exception, attempt: int, request: dict[str, Any], state: RunState) -> bool:
+    async def retry_after(
+        self, error: Exception, attempt: int, request: dict[str, Any], state: RunState
+    ) -> bool:
         """After a failed attempt: count what it may have cost, then decide whether to try again
         (a transient error, retries left, and the budgets still allow the next attempt)."""
         if retry.may_be_billed(error):
-            estimate = retry.estimated_attempt(
-                state.step,
-                request["model"],
-                state.calibration.estimate(request),
-                state.usage.steps,
-                self.models.price(request["model"]),
-                request["max_tokens"],
-            )
-            book_usage(self, state, estimate)
+            book_failed_attempt(self, request, state)
         if not retry.retryable(error) or attempt >= (self.model_retries or 0):
             return False
         wait = retry.backoff_seconds(error, attempt)
-        log.warning(
-            "[step %d] model call failed (%s: %s); retry %d of %d in %.1f s",
-            state.step,
-            type(error).__name__,
-            error,
-            attempt + 1,
-            self.model_retries,
-            wait,
-        )
+        failure, tries = f"{type(error).__name__}: {error}", f"{attempt + 1} of {self.model_retries}"
+        log.warning("[step %d] model call failed (%s); retry %s in %.1f s", state.step, failure, tries, wait)
         self.check_budgets(request, state)
-        time.sleep(wait)
+        await asyncio.sleep(wait)
         return True
 
-    def retry_with_room(self, request: dict[str, Any], response: Message, state: RunState) -> Message:
+    async def retry_with_room(self, request: dict[str, Any], response: Message, state: RunState) -> Message:
         """Once per step, ask again with twice the `max_tokens` (up to the model's limit) when
         the reply was cut off before saying anything or in the middle of a tool call; the
         retry is budget-checked and billed like any call. With no room to grow, the cut-off
@@ -276,19 +285,14 @@ class Agent(AgentConfig):
         larger = min(ceiling, request["max_tokens"] * 2)
         if larger <= request["max_tokens"]:
             return response
-        log.warning(
-            "[step %d] reply cut off by max_tokens=%s before it said anything usable; retrying once "
-            "with max_tokens=%s",
-            state.step,
-            f"{request['max_tokens']:,}",
-            f"{larger:,}",
-        )
+        cut = f"reply cut off by max_tokens={request['max_tokens']:,} before it said anything usable"
+        log.warning("[step %d] %s; retrying once with max_tokens=%s", state.step, cut, f"{larger:,}")
         emit(self.on_event, Event("retry", state.step, f"max_tokens {request['max_tokens']} -> {larger}"))
         retry = {**request, "max_tokens": larger}
         self.check_budgets(retry, state)
-        return self.call_model(retry, state)
+        return await settle(self.call_model(retry, state))
 
-    def run_tools(self, calls: Sequence[ToolCall], state: RunState) -> list[ToolOutcome]:
+    async def run_tools(self, calls: Sequence[ToolCall], state: RunState) -> list[ToolOutcome]:
         """Run one turn's calls in parallel; outcomes come back in call order.
 
         Gated tools (`irreversible`, `requires_approval`) ask `approver` first; a denial
@@ -297,10 +301,9 @@ class Agent(AgentConfig):
         state.session.record_usage(state)
         for call in calls:
             emit(self.on_event, Event("tool_call", state.step, tool=call.name, tool_use_id=call.id))
-        outcomes = run_guarded(self.registry, calls, state.session, self.approver, self.allow)
-        for done in outcomes:
-            call = done.call
-            emit(self.on_event, Event("tool_result", state.step, "", call.name, call.id, done.is_error))
+        outcomes = await arun_guarded(self.registry, calls, state.session, self.approver, self.allow)
+        for o in outcomes:
+            emit(self.on_event, Event("tool_result", state.step, "", o.call.name, o.call.id, o.is_error))
         return outcomes
 
     def render_result(self, outcome: ToolOutcome, state: RunState) -> str:

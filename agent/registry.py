@@ -13,9 +13,12 @@ renderable (`agent.render`); `safe_text(value)` is the never-raising text of any
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import copy
 import inspect
 import math
+import operator
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -34,11 +37,12 @@ from agent.calls import (
     in_main_thread,
     input_problem,
     invoke,
+    is_async,
     shown_name,
 )
 from agent.render import describe_error, renderable, safe_text
 from agent.schema import check_sendable, input_model_for, json_schema, parse_docstring
-from agent.signature import caller_locals, describe_callable
+from agent.signature import call_arguments, caller_locals, describe_callable
 
 __all__ = ["MAX_OUTPUT_CHARS", "Tool", "ToolCall", "ToolOutcome", "ToolRegistry", "bound_output"]
 __all__ += ["input_problem", "safe_text", "tool"]
@@ -219,8 +223,17 @@ class ToolRegistry:
         return len(self._tools)
 
     def declarations(self) -> list[dict[str, Any]]:
-        """Tool declarations sorted by name: the cache-friendly, byte-stable order."""
-        return [t.declaration() for t in self]
+        """Tool declarations sorted by name: the cache-friendly, byte-stable order.
+
+        Computed once, then again only when the tools change (one added, or replaced): a new
+        list every call, holding the same declaration dicts, which callers must not edit in
+        place (`mark_breakpoints` copies the one it marks)."""
+        tools = tuple(self._tools.values())
+        cached: tuple[tuple[Tool, ...], list[dict[str, Any]]] | None = getattr(self, "_declared", None)
+        if cached is None or len(cached[0]) != len(tools) or any(map(operator.is_not, cached[0], tools)):
+            cached = (tools, [t.declaration() for t in self])
+            self._declared = cached
+        return list(cached[1])
 
     def run_all(
         self, calls: Sequence[ToolCall], on_done: Callable[[ToolOutcome], None] | None = None
@@ -250,6 +263,75 @@ class ToolRegistry:
                 outcomes.append(item.finish(ToolOutcome(item.call, late, True, timeout or 0.0, item.tool)))
         return outcomes
 
+    async def arun_all(
+        self, calls: Sequence[ToolCall], on_done: Callable[[ToolOutcome], None] | None = None
+    ) -> list[ToolOutcome]:
+        """`run_all` for the event loop: async tools run concurrently on it, the others each in
+        a daemon thread (as in `run_all`, so a hung one cannot keep the process alive), each
+        bounded by its timeout; outcomes in call order. Cancelled, it cancels the async tools;
+        threads cannot be stopped, and what they finish after that is no longer reported.
+        An async tool that blocks the event loop (`time.sleep`) blocks every run on it."""
+        running = [_Running(call, self.get(call.name), on_done) for call in calls]
+        try:
+            return list(await asyncio.gather(*(self._await_one(item) for item in running)))
+        except BaseException:
+            for item in running:
+                item.abandon()
+            raise
+
+    async def _await_one(self, item: _Running) -> ToolOutcome:
+        timeout = self._timeout_for(item.tool)
+        if item.tool is not None and is_async(item.tool.fn):
+            work: asyncio.Future[ToolOutcome] = asyncio.ensure_future(self._arun_one(item))
+        else:
+            work = item.in_thread(self.run_one)
+        try:
+            done, _ = await asyncio.wait({work}, timeout=timeout)
+        except BaseException:  # cancelled: whatever the tool does next is no longer reported
+            item.abandon()
+            work.cancel()
+            raise
+        if not done:  # the tool sees its cancellation only after the timeout outcome is claimed
+            work.cancel()
+            late = f"timeout: {item.call.name} did not finish in {timeout:g}s"
+            return item.finish(ToolOutcome(item.call, late, True, timeout or 0.0, item.tool))
+        return work.result()
+
+    async def _arun_one(self, item: _Running) -> ToolOutcome:
+        """`run_one` for an async tool, awaited on the event loop."""
+        started, call = time.monotonic(), item.call
+        prepared = self._prepare(call)
+        if isinstance(prepared, ToolOutcome):
+            return item.finish(prepared)
+        tool_, arguments = prepared
+        try:
+            args, kwargs = call_arguments(tool_.fn, arguments)
+            value, failed = await tool_.fn(*args, **kwargs), False
+        except KeyboardInterrupt as error:
+            if in_main_thread():  # the loop runs there: this may be the user's Ctrl-C
+                raise
+            value, failed = describe_error(error), True
+        except BaseException as error:  # as in run_one; a CancelledError it raised, or ours after a
+            value, failed = describe_error(error), True  # timeout, when its outcome is claimed
+        seconds = time.monotonic() - started
+        return item.finish(ToolOutcome(call, self._rendered(value, call.name), failed, seconds, tool_))
+
+    def _prepare(self, call: ToolCall) -> tuple[Tool, BaseModel] | ToolOutcome:
+        """The tool and its validated arguments, or the error outcome the model reads instead."""
+        tool_ = self.get(call.name)
+        if tool_ is None:
+            return ToolOutcome(call, f"unknown tool: {shown_name(call.name)}", True)
+        problem = input_problem(call.input)
+        if problem is not None:
+            return ToolOutcome(call, f"invalid input for {call.name}: {problem}", True, tool=tool_)
+        try:  # a copy: the tool may mutate its arguments, the call is part of the history
+            return tool_, tool_.input_model.model_validate(copy.deepcopy(dict(call.input)))
+        except ValidationError as error:
+            return ToolOutcome(call, describe_validation(call.name, error), True, tool=tool_)
+        except Exception as error:  # too deep to copy, or a validator of the tool's raised oddly
+            message = f"invalid input for {call.name}: {describe_error(error)}"
+            return ToolOutcome(call, message, True, tool=tool_)
+
     def run_one(self, call: ToolCall) -> ToolOutcome:
         """Validate and run one call, turning every failure into an error outcome.
 
@@ -260,19 +342,10 @@ class ToolRegistry:
         Ctrl-C (signals reach the main thread, where it propagates as usual).
         """
         started = time.monotonic()
-        tool_ = self.get(call.name)
-        if tool_ is None:
-            return ToolOutcome(call, f"unknown tool: {shown_name(call.name)}", True)
-        problem = input_problem(call.input)
-        if problem is not None:
-            return ToolOutcome(call, f"invalid input for {call.name}: {problem}", True, tool=tool_)
-        try:  # a copy: the tool may mutate its arguments, the call is part of the history
-            arguments = tool_.input_model.model_validate(copy.deepcopy(dict(call.input)))
-        except ValidationError as error:
-            return ToolOutcome(call, describe_validation(call.name, error), True, tool=tool_)
-        except Exception as error:  # too deep to copy, or a validator of the tool's raised oddly
-            message = f"invalid input for {call.name}: {describe_error(error)}"
-            return ToolOutcome(call, message, True, tool=tool_)
+        prepared = self._prepare(call)
+        if isinstance(prepared, ToolOutcome):
+            return prepared
+        tool_, arguments = prepared
         timeout = self._timeout_for(tool_)
         try:
             value, failed = invoke(tool_.fn, arguments, timeout), False
@@ -317,6 +390,25 @@ class _Running:
             self.on_done(outcome)
         return outcome
 
+    def abandon(self) -> None:
+        """The caller stopped waiting (cancelled): an outcome arriving later is not reported."""
+        self._claimed.acquire(blocking=False)
+
+    def in_thread(self, run_one: Callable[[ToolCall], ToolOutcome]) -> asyncio.Future[ToolOutcome]:
+        """Start `work` in a daemon thread; the returned future (of the running event loop)
+        gets its outcome. A loop that closed meanwhile is not told."""
+        loop = asyncio.get_running_loop()
+        landed: asyncio.Future[ToolOutcome] = loop.create_future()
+
+        def land(source: Future[ToolOutcome]) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is waiting
+                loop.call_soon_threadsafe(_copy_outcome, source, landed)
+
+        self.future.add_done_callback(land)
+        name = f"tool-{self.call.name}"
+        threading.Thread(target=self.work, args=(run_one,), name=name, daemon=True).start()
+        return landed
+
     def work(self, run_one: Callable[[ToolCall], ToolOutcome]) -> None:
         try:
             outcome = run_one(self.call)
@@ -326,3 +418,13 @@ class _Running:
             self.future.set_result(self.finish(outcome))
         except BaseException as error:  # on_done failed: the caller re-raises it
             self.future.set_exception(error)
+
+
+def _copy_outcome(source: Future[ToolOutcome], target: asyncio.Future[ToolOutcome]) -> None:
+    if target.done():
+        return
+    error = source.exception()
+    if error is not None:
+        target.set_exception(error)
+    else:
+        target.set_result(source.result())

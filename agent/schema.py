@@ -12,10 +12,12 @@ another field name, with its own name as the alias the model sees and sends.
 
 from __future__ import annotations
 
+import copy
 import inspect
 import json
 import re
 import warnings
+import weakref
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -142,12 +144,20 @@ def _strip_titles(node: Any) -> Any:
     return out
 
 
+_SCHEMAS: weakref.WeakKeyDictionary[type[BaseModel], dict[str, Any]] = weakref.WeakKeyDictionary()
+"""Each input model's schema, built once (pydantic rebuilds it on every call otherwise)."""
+
+
 def json_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """The model's JSON Schema as the Messages API wants it: an object, no extras."""
-    schema: dict[str, Any] = _strip_titles(model.model_json_schema())
-    schema.setdefault("properties", {})
-    schema["additionalProperties"] = False
-    return schema
+    """The model's JSON Schema as the Messages API wants it: an object, no extras (a new copy
+    each call; pydantic builds it once per model)."""
+    schema = _SCHEMAS.get(model)
+    if schema is None:
+        schema = _strip_titles(model.model_json_schema())
+        schema.setdefault("properties", {})
+        schema["additionalProperties"] = False
+        _SCHEMAS[model] = schema
+    return copy.deepcopy(schema)
 
 
 def check_sendable(declaration: dict[str, Any], tool_name: str) -> None:

@@ -88,7 +88,8 @@ def strict_json(text: str) -> Any:
     def reject(constant: str) -> Any:
         raise ValueError(constant)
 
-    return json.loads(text, parse_constant=reject)
+    # JSON sets no limit on an integer's length; Python's int() does (4,300 digits), so keep the digits
+    return json.loads(text, parse_constant=reject, parse_int=lambda d: int(d) if len(d) <= 4000 else d)
 
 
 @PROPERTY

@@ -13,6 +13,7 @@ is the classic bug (a history rebuilt every step) and gets the warning.
 from __future__ import annotations
 
 import logging
+import operator
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,7 +21,7 @@ from typing import Any
 from agent.context.cache import count_breakpoints, min_cacheable_tokens, strip_cache_control
 from agent.usage import Usage
 
-__all__ = ["PrefixGuard", "prefix_changes"]
+__all__ = ["PrefixGuard", "prefix_changes", "same_ignoring_cache_control"]
 
 log = logging.getLogger("agent.cache")
 
@@ -28,22 +29,64 @@ _MESSAGE_LEVEL = ("output_config", "tool_choice", "thinking")
 
 
 def prefix_changes(previous: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
-    """Why `current` cannot read everything `previous` cached; empty when it can."""
+    """Why `current` cannot read everything `previous` cached; empty when it can.
+
+    Compares as `strip_cache_control(a) == strip_cache_control(b)` would, without copying:
+    parts shared by identity (the tools, every message the history did not rewrite, every
+    block of a marked copy but the marked one) are equal at once, so a step costs one
+    identity check per message plus the few messages that are new or marked."""
     reasons = []
-    if strip_cache_control(previous.get("tools")) != strip_cache_control(current.get("tools")):
+    if not same_ignoring_cache_control(previous.get("tools"), current.get("tools")):
         reasons.append("tools changed")
-    if strip_cache_control(previous.get("system")) != strip_cache_control(current.get("system")):
+    if not same_ignoring_cache_control(previous.get("system"), current.get("system")):
         reasons.append("system changed")
     for key in _MESSAGE_LEVEL:
         if previous.get(key) != current.get(key):
             reasons.append(f"{'effort' if key == 'output_config' else key} changed")
-    before = strip_cache_control(previous.get("messages", []))
-    after = strip_cache_control(current.get("messages", []))
-    for index, message in enumerate(before):
-        if index >= len(after) or after[index] != message:
-            reasons.append(f"history rewritten from message {index}")
-            break
+    before, after = previous.get("messages", []), current.get("messages", [])
+    if isinstance(before, list) and isinstance(after, list):
+        rewritten = _first_difference(before, after)
+    else:  # not as the loop sends them: compare as they are
+        before, after = strip_cache_control(before), strip_cache_control(after)
+        rewritten = next(
+            (i for i, message in enumerate(before) if i >= len(after) or after[i] != message), None
+        )
+    if rewritten is not None:
+        reasons.append(f"history rewritten from message {rewritten}")
     return reasons
+
+
+def _first_difference(before: list[Any], after: list[Any]) -> int | None:
+    """Index of the first message of `before` that `after` does not have in the same place
+    (cache markers aside), or None. The identity scan runs in C; only messages that are not
+    the very same dict (the marked copies, a rewrite) are compared by content."""
+    shared = list(map(operator.is_, before, after))
+    start = 0
+    while True:
+        try:
+            index = shared.index(False, start)
+        except ValueError:
+            break
+        if not same_ignoring_cache_control(before[index], after[index]):
+            return index
+        start = index + 1
+    return len(after) if len(after) < len(before) else None
+
+
+def same_ignoring_cache_control(a: Any, b: Any) -> bool:
+    """`strip_cache_control(a) == strip_cache_control(b)`, without the copies."""
+    if a is b:
+        return True
+    if type(a) is dict and type(b) is dict:
+        keys = [k for k in a if k != "cache_control"]
+        if len(keys) != len(b) - ("cache_control" in b) or any(k not in b for k in keys):
+            return False
+        return all(same_ignoring_cache_control(a[k], b[k]) for k in keys)
+    if type(a) is list and type(b) is list:
+        return len(a) == len(b) and all(map(same_ignoring_cache_control, a, b))
+    if isinstance(a, (list, Mapping)) or isinstance(b, (list, Mapping)):
+        return bool(strip_cache_control(a) == strip_cache_control(b))
+    return bool(a == b)
 
 
 @dataclass

@@ -30,12 +30,15 @@ pruned history changes nothing (stubs are recognised and left alone).
 
 from __future__ import annotations
 
+import itertools
 import json
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agent.context.artifacts import ArtifactStore, find_pointer, marker
-from agent.messages import Msg, blocks, content_text, tool_names_by_id
+from agent.context.tokens import IdentityCache, PrefixMemo, memoized
+from agent.messages import Msg, blocks, content_text
 from agent.registry import ToolRegistry
 
 __all__ = [
@@ -94,13 +97,53 @@ def artifact_pointers(store: ArtifactStore | None) -> PointerFor:
     return pointer
 
 
+_RESULTS, _OPEN = operator.itemgetter(0), operator.itemgetter(2)
+_TURNS = IdentityCache()
+_HISTORIES = PrefixMemo()
+"""message -> (carries a tool_result, every tool_result in it already a stub, the first but not
+the second: a turn pruning may still have to read). The facts belong to the message alone,
+which is never edited in place, so each message is read once however long the run:
+histories by shared prefix, messages by identity."""
+
+
+def _turn_fact(message: Msg) -> tuple[bool, bool, bool]:
+    known = _TURNS.get(message)
+    if known is None:
+        found = blocks(message)
+        results = message.get("role") == "user" and any(b.get("type") == "tool_result" for b in found)
+        settled = all(b.get("type") != "tool_result" or is_stub(b.get("content")) for b in found)
+        known = (results, settled, results and not settled)
+        if type(message) is dict:
+            _TURNS.put(message, known)
+    return known  # type: ignore[no-any-return]
+
+
+def _turn_facts(messages: Sequence[Msg]) -> list[tuple[bool, bool, bool]]:
+    return memoized(_HISTORIES, messages, _turn_fact)
+
+
+_CALLS = PrefixMemo()
+"""message -> its (tool_use id, (name, input)) pairs, for `_names_by_id`."""
+
+
+def _calls_in(message: Msg) -> tuple[tuple[str, tuple[str, Any]], ...]:
+    if message.get("role") != "assistant":
+        return ()
+    return tuple(
+        (block["id"], (block["name"], block.get("input", {})))
+        for block in blocks(message)
+        if block.get("type") == "tool_use"
+    )
+
+
+def _names_by_id(messages: Sequence[Msg]) -> dict[str, tuple[str, dict[str, Any]]]:
+    """What `tool_names_by_id(messages)` returns, each message read once however long the run."""
+    return dict(itertools.chain.from_iterable(memoized(_CALLS, messages, _calls_in)))
+
+
 def tool_result_turns(messages: Sequence[Msg]) -> list[int]:
     """Indices of user messages that carry at least one `tool_result` block."""
-    return [
-        i
-        for i, m in enumerate(messages)
-        if m.get("role") == "user" and any(b.get("type") == "tool_result" for b in blocks(m))
-    ]
+    return list(itertools.compress(itertools.count(), map(_RESULTS, _turn_facts(messages))))
 
 
 def is_stub(content: Any) -> bool:
@@ -163,9 +206,16 @@ def prunable_turns(
     """Old tool-result turns (beyond the newest `keep_recent`) holding at least one prunable result."""
     if keep_recent <= 0:
         return []
-    turns = tool_result_turns(messages)
-    old = [i for i in turns[: max(0, len(turns) - keep_recent)] if i > 0]
-    names = tool_names_by_id(messages)
+    facts = _turn_facts(messages)
+    turns = list(itertools.compress(itertools.count(), map(_RESULTS, facts)))
+    if len(turns) <= keep_recent:
+        return []
+    recent = turns[len(turns) - keep_recent]  # the oldest turn kept verbatim
+    # a turn whose results are all stubs already can never be pruned: skip it unread
+    old = [i for i in itertools.compress(itertools.count(), map(_OPEN, facts[:recent])) if i > 0]
+    if not old:
+        return []
+    names = _names_by_id(messages)
     return [i for i in old if any(_prunable(b, names, protected, pointer_for) for b in blocks(messages[i]))]
 
 
@@ -189,7 +239,7 @@ def prune(
     targets = set(prunable_turns(messages, keep_recent, protected, pointer_for))
     if len(targets) < max(1, batch):
         return list(messages)
-    names = tool_names_by_id(messages)
+    names = _names_by_id(messages)
     pruned: list[Msg] = []
     for index, message in enumerate(messages):
         if index not in targets:

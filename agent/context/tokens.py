@@ -20,11 +20,13 @@ falling back to the estimate if the count fails. Each exact count also calibrate
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
 import math
-from collections.abc import Mapping, Sequence
+import operator
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -38,8 +40,162 @@ log = logging.getLogger("agent.context")
 CHARS_PER_TOKEN = 4.0
 
 
+_dumps = functools.partial(json.dumps, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+class IdentityCache:
+    """object -> value, by identity, for the dicts of a history, which are never edited in place
+    (the loop makes a new dict for every change; `Msg` says so).
+
+    Each entry holds its object, so its id cannot be reused while the entry lives: a live
+    object whose id is in the cache is the cached object, and lookups need no other check
+    (which is what lets `lookup` stay in C: one `dict.get` per object). Two generations
+    bound the size. Every operation is a single dict operation, so runs on several threads
+    may share a cache (a lost entry is only computed again)."""
+
+    def __init__(self, size: int = 8192) -> None:
+        self.size = size
+        self.new: dict[int, tuple[Any, Any]] = {}
+        self.old: dict[int, tuple[Any, Any]] = {}
+
+    def lookup(self, objects: Sequence[Any]) -> list[tuple[Any, Any] | None]:
+        """(object, value) for each of `objects` that is cached, else None."""
+        hits: list[tuple[Any, Any] | None] = list(map(self.new.get, map(id, objects)))
+        if None in hits and self.old:
+            for index, hit in enumerate(hits):
+                if hit is None and (hit := self.old.get(id(objects[index]))) is not None:
+                    self.put(hit[0], hit[1])
+                    hits[index] = hit
+        return hits
+
+    def get(self, obj: Any) -> Any:
+        """The value cached for `obj`, or None."""
+        hit = self.lookup((obj,))[0]
+        return None if hit is None else hit[1]
+
+    def put(self, obj: Any, value: Any) -> None:
+        if len(self.new) >= self.size:
+            self.old, self.new = self.new, {}
+        self.new[id(obj)] = (obj, value)
+
+    def clear(self) -> None:
+        self.new, self.old = {}, {}
+
+
+_GOOD_ENOUGH = 64
+"""A shared prefix that leaves at most this many items to compute ends the search."""
+
+
+class PrefixMemo:
+    """Per-item values of the last few lists seen, reused for the part of a new list that
+    holds the very same objects in the same places (a history grows at its end; a step's
+    request differs from the last one only from the first marked or rewritten message on).
+
+    The shared prefix is found by identity, in C (`operator.is_` over both lists); only the
+    items after it are looked at. Each entry holds its list, so its items stay alive."""
+
+    def __init__(self, keep: int = 8) -> None:
+        self.keep = keep
+        self.entries: list[tuple[list[Any], list[Any]]] = []
+
+    def known(self, items: Sequence[Any]) -> list[Any]:
+        """The remembered values of the longest prefix `items` shares with a list seen lately."""
+        best: list[Any] = []
+        for seen, values in self.entries:
+            if not seen or not items or seen[0] is not items[0] or len(best) >= min(len(seen), len(items)):
+                continue
+            shared = list(map(operator.is_, seen, items))
+            try:
+                length = shared.index(False)
+            except ValueError:
+                length = len(shared)
+            if length > len(best):
+                best = values[:length]
+            if len(best) + _GOOD_ENOUGH >= len(items):
+                break  # the newest entries come first; older ones would rarely share more
+        return best
+
+    def remember(self, items: Sequence[Any], values: list[Any]) -> None:
+        self.entries = [(list(items), values), *self.entries[: self.keep - 1]]
+
+    def clear(self) -> None:
+        self.entries = []
+
+
+def memoized(memo: PrefixMemo, items: Sequence[Any], value: Callable[[Any], Any]) -> list[Any]:
+    """`[value(item) for item in items]`, with the values of a shared prefix taken from `memo`
+    (`value` must depend on the item alone, which must not be edited in place)."""
+    values = memo.known(items)
+    if len(values) < len(items):
+        values = values + [value(item) for item in items[len(values) :]]
+        memo.remember(items, values)
+    return values
+
+
+_LISTS = PrefixMemo()
+"""Serialised length of each item of the long lists (a request's messages) seen lately."""
+_CHARS = IdentityCache()
+"""Serialised length of each nested dict (message, block, tool declaration) seen lately."""
+_SIGNATURES = IdentityCache()
+_HISTORY_SIGNATURES = PrefixMemo()
+"""Thinking-block signatures of each message seen lately."""
+_VALUE = operator.itemgetter(1)
+_ZERO = (None, 0)
+_LONG = 16
+"""Lists at least this long (a history) are summed through `_LISTS`."""
+
+
 def _chars(value: Any) -> int:
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str))
+    """`len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str))`, summed
+    from parts: the top-level dict and lists are walked, every nested dict is serialised once
+    and its length remembered by identity (a history shares its message dicts from step to
+    step; a marked copy of a message is a new dict, serialised afresh)."""
+    if type(value) is dict:
+        if not value:
+            return 2
+        return 1 + len(value) + sum(_key_chars(k) + _part_chars(v) for k, v in value.items())
+    return _part_chars(value)
+
+
+def _key_chars(key: Any) -> int:
+    """Characters of a key and its colon (`"role":`)."""
+    return _str_key_chars(key) if type(key) is str else len(_dumps({key: 0})) - 3
+
+
+@functools.lru_cache(maxsize=1024)
+def _str_key_chars(key: str) -> int:
+    return len(_dumps(key)) + 1
+
+
+def _part_chars(value: Any) -> int:
+    kind = type(value)
+    if kind is list or kind is tuple:
+        if not value:
+            return 2
+        if len(value) >= _LONG:
+            return 1 + len(value) + int(sum(memoized(_LISTS, value, _item_chars)))
+        hits = _CHARS.lookup(value)
+        extra, start = 0, 0
+        while True:  # the few new dicts (marked copies, the newest turns), found in C
+            try:
+                start = hits.index(None, start)
+            except ValueError:
+                break
+            extra += _part_chars(value[start])
+            hits[start] = _ZERO
+        return 1 + len(value) + extra + sum(map(_VALUE, hits))  # type: ignore[arg-type]
+    return _item_chars(value)
+
+
+def _item_chars(value: Any) -> int:
+    if type(value) is dict:
+        hit = _CHARS.lookup((value,))[0]
+        if hit is not None:
+            return int(hit[1])
+        chars = len(_dumps(value))
+        _CHARS.put(value, chars)
+        return chars
+    return len(_dumps(value))
 
 
 def estimate_tokens(value: Any, chars_per_token: float = CHARS_PER_TOKEN) -> int:
@@ -47,9 +203,14 @@ def estimate_tokens(value: Any, chars_per_token: float = CHARS_PER_TOKEN) -> int
     return math.ceil(_chars(value) / chars_per_token)
 
 
+@functools.lru_cache(maxsize=16384)
 def signature_key(signature: str) -> str:
     """A short, stable key for a thinking block's signature (signatures run long)."""
     return hashlib.sha256(signature.encode()).hexdigest()[:16]
+
+
+def _signatures_of(item: Any) -> tuple[str, ...]:
+    return tuple(_thinking_signatures(item))
 
 
 def _thinking_signatures(value: Any) -> list[str]:
@@ -58,12 +219,22 @@ def _thinking_signatures(value: Any) -> list[str]:
         if "messages" in value:
             return _thinking_signatures(value["messages"])
         if "role" in value:
+            if type(value) is dict:
+                known = _SIGNATURES.get(value)
+                if known is None:
+                    content = value.get("content")
+                    known = tuple(_thinking_signatures(content)) if isinstance(content, list) else ()
+                    _SIGNATURES.put(value, known)
+                return list(known)
             content = value.get("content")
             return _thinking_signatures(content) if isinstance(content, list) else []
         kind = value.get("type")
         signature = value.get("signature") if kind == "thinking" else value.get("data")
         return [signature] if kind in ("thinking", "redacted_thinking") and isinstance(signature, str) else []
     if isinstance(value, Sequence) and not isinstance(value, str):
+        if len(value) >= _LONG:  # a history: its messages' signatures, by shared prefix
+            known = memoized(_HISTORY_SIGNATURES, value, _signatures_of)
+            return [found for signatures in known for found in signatures]
         return [found for item in value for found in _thinking_signatures(item)]
     return []
 

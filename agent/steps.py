@@ -1,0 +1,151 @@
+"""How one loop serves both `Agent.run` and `Agent.arun`: the loop is a coroutine.
+
+The steps that wait on the world (the model call, the tools) are awaited; the pure ones
+stay plain functions. `arun` awaits the loop on the caller's event loop; `run` drives
+the very same coroutine to completion on a private event loop (`run_sync`). So there is
+one loop, and a fix to it is a fix to both.
+
+Around that, three small adapters:
+
+- `settle`: a step's result, awaited if it is awaitable, so a subclass that overrides a
+  coroutine step (`call_model`, `run_tools`, `retry_with_room`) with a plain method
+  still works;
+- `ask`: one call through the `LLM` seam: an `AsyncLLM` awaited on the loop, a sync
+  `LLM` through `blocking` (its streamed deltas handed back to the loop's thread);
+- `blocking`: a blocking call (a sync model, an approver) in a worker thread, so other
+  runs on the loop go on; on `run`'s private loop, where no other run waits, it is called
+  in place: no thread hop per step, and Ctrl-C interrupts it as it would without asyncio;
+- `recorded`: `Session.record_run` around a coroutine, so an awaited run leaves the
+  same `end` or `stopped` record (a cancelled run records `stopped`, CancelledError).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import contextvars
+import inspect
+import threading
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, overload
+
+from anthropic.types import Message
+
+from agent.llm import LLM, AsyncLLM, Delta
+
+if TYPE_CHECKING:
+    from agent.session import Session
+    from agent.state import RunResult, RunState
+
+__all__ = ["ask", "blocking", "recorded", "run_sync", "settle"]
+
+T = TypeVar("T")
+
+_PRIVATE_LOOP: contextvars.ContextVar[bool] = contextvars.ContextVar("agent_private_loop", default=False)
+"""True inside `run_sync`: the event loop serves this one run and ends with it. So blocking
+calls need no thread, and an LLM that is both sync and async (`AsyncAnthropicLLM`) is called
+on its sync side (an async client's pooled connections would outlive the loop they need)."""
+
+
+def run_sync(work: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run the coroutine `work()` to completion from synchronous code, on a private event loop.
+
+    A thread that already runs an event loop (a notebook, a server) cannot block on
+    another one, so there the run goes to a worker thread and this thread waits for it
+    (`arun` is the better call there). Ctrl-C raises KeyboardInterrupt as it would without
+    asyncio: inside a blocking call it ends the run there; while the loop waits (on tools) the
+    run is cancelled first. Either way the session records `stopped`.
+    """
+
+    async def private() -> T:
+        _PRIVATE_LOOP.set(True)
+        return await work()
+
+    def on_a_new_loop() -> T:
+        loop = asyncio.new_event_loop()
+        task = loop.create_task(private())
+        try:
+            return loop.run_until_complete(task)
+        except BaseException:  # Ctrl-C while the loop waited: the run still records `stopped`
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                loop.run_until_complete(task)
+            raise
+        finally:
+            _close(loop)
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return on_a_new_loop()
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="agent-run") as pool:
+        return pool.submit(on_a_new_loop).result()
+
+
+def _close(loop: asyncio.AbstractEventLoop) -> None:
+    """Close a private loop, giving what is left on it (an async tool abandoned at its timeout)
+    a moment to take its cancellation; one that ignores it is dropped with the loop."""
+    left = asyncio.all_tasks(loop)
+    for task in left:
+        task.cancel()
+    if left:
+        loop.run_until_complete(asyncio.wait(left, timeout=0.1))
+    loop.run_until_complete(loop.shutdown_asyncgens())
+    loop.close()
+
+
+async def blocking(fn: Callable[..., T], /, *args: Any) -> T:
+    """`fn(*args)`, a call that blocks: in a worker thread, or in place on `run`'s private loop."""
+    if _PRIVATE_LOOP.get():
+        return fn(*args)
+    return await asyncio.to_thread(fn, *args)
+
+
+@overload
+async def settle(value: Awaitable[T]) -> T: ...
+@overload
+async def settle(value: T) -> T: ...
+async def settle(value: Any) -> Any:
+    """`value`, awaited first if it is awaitable (a step overridden as a plain method)."""
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+async def ask(llm: LLM, request: Mapping[str, Any], on_delta: Delta | None) -> Message:
+    """One attempt through the seam, streamed when `on_delta` is given and the LLM can stream."""
+    if isinstance(llm, AsyncLLM) and not (_PRIVATE_LOOP.get() and isinstance(llm, LLM)):
+        astream = getattr(llm, "astream", None)
+        if on_delta is not None and astream is not None:
+            streamed: Message = await astream(request, on_delta)
+            return streamed
+        return await llm.acreate(request)
+    stream = getattr(llm, "stream", None)
+    if on_delta is None or stream is None:
+        return await blocking(llm.create, request)
+    loop, report, owner = asyncio.get_running_loop(), on_delta, threading.get_ident()
+
+    def relay(kind: str, text: str) -> None:  # from a worker thread, reported on the loop's
+        if threading.get_ident() == owner:
+            report(kind, text)
+        else:
+            loop.call_soon_threadsafe(report, kind, text)
+
+    answer: Message = await blocking(stream, request, relay)
+    return answer
+
+
+async def recorded(session: Session, state: RunState, work: Awaitable[RunResult]) -> RunResult:
+    """Await `work` under `session.record_run`, which writes how the run ended and closes
+    the file: the awaited outcome (a result, or the error it raised) is handed to it."""
+    try:
+        result = await work
+    except BaseException as error:
+        failure = error
+
+        def reraise(_: RunState) -> RunResult:
+            raise failure
+
+        return session.record_run(reraise, state)
+    return session.record_run(lambda _: result, state)
