@@ -23,6 +23,7 @@ from typing import Any
 import anthropic
 import pytest
 from anthropic.types import Message
+from test_loop import agent_with, calls, record, results_of
 
 from agent import (
     MODELS,
@@ -42,7 +43,6 @@ from agent.llm import LLM
 from agent.state import RunResult, RunState
 from agent.testing import ScriptedLLM, reply, tool_use, validate_request
 from agent.testing.simulator import MessagesSimulator
-from tools import calculator
 
 Simulator = Callable[..., MessagesSimulator]
 
@@ -90,37 +90,6 @@ class Runner:
 @pytest.fixture(params=["run", "arun"])
 def runner(request: pytest.FixtureRequest) -> Runner:
     return Runner(request.param)
-
-
-calls: list[str] = []
-
-
-@tool
-def record(note: str) -> str:
-    """Record a note and say so.
-
-    Args:
-        note: what to record.
-    """
-    calls.append(note)
-    return f"recorded {note}"
-
-
-@tool
-def explode() -> str:
-    """Always fails."""
-    raise ValueError("no luck")
-
-
-def agent_with(script: list[Any], **options: Any) -> tuple[Agent, ScriptedLLM]:
-    llm = ScriptedLLM(script)
-    options.setdefault("artifacts_dir", None)
-    return Agent(llm=llm, tools=[calculator, record, explode], **options), llm
-
-
-def results_of(request: dict[str, Any]) -> list[dict[str, Any]]:
-    newest = strip_cache_control(request["messages"][-1])
-    return [b for b in newest["content"] if b["type"] == "tool_result"]
 
 
 def last_event(path: Path) -> dict[str, Any]:
