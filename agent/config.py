@@ -51,6 +51,7 @@ class AgentOptions(TypedDict, total=False):
     keep_fields: Mapping[str, Sequence[str]]
     list_top_n: int
     compress_threshold: int
+    summarize_with: str | None
     artifacts_dir: str | Path | None
     artifact_min_chars: int
     artifact_max_bytes: int
@@ -127,6 +128,11 @@ class AgentConfig:
     compress_threshold: int = 2000
     """Results longer than this many characters are compressed to at most this many (shorter
     ones are sent untouched); error results may take twice as much."""
+    summarize_with: str | None = None
+    """Opt-in: a small model (e.g. "claude-haiku-4-5") that summarises long free text (prose, tickets,
+    pages) instead of cutting it by rules; never code, diffs, config, logs or traces. Cached by
+    content, billed and budgeted like any call (purpose "tool_summary"), the full text kept as an
+    artifact (`agent.context.summary_calls`)."""
     artifacts_dir: str | Path | None = "artifacts"
     """Where full results are stored for read-back (one folder per run, and the model gets
     the `read_artifact` tool); None keeps no artifacts."""

@@ -43,6 +43,7 @@ from agent.config import AgentConfig, AgentOptions, check_effort
 from agent.context.cache import mark_breakpoints
 from agent.context.diet import register_read_artifact, render_outcome
 from agent.context.history import shrink_history
+from agent.context.summarize import SummaryCache
 from agent.context.thinking import thinking_param
 from agent.context.tokens import Calibration
 from agent.errors import ModelCallFailed, StepBudgetExceeded
@@ -78,7 +79,7 @@ class Agent(AgentConfig):
 
     def __init__(self, **options: Unpack[AgentOptions]) -> None:
         super().__init__(**options)
-        for model in {self.model, self.summarizer_model or self.model}:
+        for model in {self.model, self.summarizer_model or self.model, self.summarize_with or self.model}:
             if self.max_cost_usd is not None and self.models.price(model) is None:
                 raise ValueError(
                     f"max_cost_usd needs a price for {model!r}: pass models=MODELS.with_price({model!r}, ...)"
@@ -93,6 +94,7 @@ class Agent(AgentConfig):
         if isinstance(llm, AnthropicLLM):
             llm = llm.without_retries()  # the loop retries, so the budgets see every attempt
         self.llm: LLM = llm  # an `AsyncLLM` too, possibly (`agent.steps.ask`)
+        self.summaries = SummaryCache()  # `summarize_with`'s summaries, by content: each paid for once
 
     # -- running ---------------------------------------------------------------------
 
@@ -144,7 +146,7 @@ class Agent(AgentConfig):
             if saved.pending:  # it died mid-turn: complete that turn before the next model call
                 outcomes = await settle(self.run_tools(saved.pending, state))
                 turn = saved.pending_reply or pending_turn(saved.pending)
-                self.append(state, turn, self.results_turn(outcomes, state))
+                self.append(state, turn, await self.rendered(outcomes, state))
             return await self.loop(state)
 
         return await self.drive(finish_turn_then_loop, state)
@@ -184,7 +186,7 @@ class Agent(AgentConfig):
                 turn = assistant_message(response)
                 state.session.record_reply(state, turn)
                 outcomes = await settle(self.run_tools(calls, state))
-                self.append(state, turn, self.results_turn(outcomes, state))
+                self.append(state, turn, await self.rendered(outcomes, state))
             elif response.stop_reason == "pause_turn":
                 self.append(state, assistant_message(response))  # sent back as-is to continue
             else:  # a final answer, or a turn cut off (max_tokens, refusal): no tool call runs now,
@@ -310,6 +312,12 @@ class Agent(AgentConfig):
         """The text the model reads for one outcome: whitelisted, compressed or exact by the
         tool's policy, with the full result stored as an artifact (`agent.context.diet`)."""
         return render_outcome(self, outcome, state)
+
+    async def rendered(self, outcomes: Sequence[ToolOutcome], state: RunState) -> Msg:
+        """`results_turn`, off the event loop when rendering may call a model (`summarize_with`)."""
+        if self.summarize_with:
+            return await blocking(self.results_turn, outcomes, state)
+        return self.results_turn(outcomes, state)
 
     def results_turn(self, outcomes: Sequence[ToolOutcome], state: RunState) -> Msg:
         """ONE user message holding every tool_result, in call order."""

@@ -76,6 +76,10 @@ class Item:
     def text(self) -> str:
         return dump_full(self.value)[0]
 
+    @cached_property
+    def html(self) -> bool:
+        return detect(self.value) == "html"
+
     @property
     def json_in(self) -> bool:
         if not isinstance(self.value, str):
@@ -209,7 +213,7 @@ def measure(items: list[Item], budget: int) -> tuple[dict[str, dict[str, Run]], 
                 json_ok += strict_json(run.output)
             size += len(item.text.encode())
             seconds += run.seconds
-            if item.name.startswith("html"):
+            if item.html:
                 html_size += len(item.text.encode())
                 html_seconds += run.seconds
         summary[name] = {
@@ -243,23 +247,26 @@ def report(items: list[Item], budget: int, runs: dict[str, dict[str, Run]], summ
             kept = sum(f.kept(run.output, item.text) for f in item.facts)
             cells += [run.crashed or f"{len(run.output):,}", f"{kept}/{len(item.facts)}"]
         print("| " + " | ".join(cells) + " |")
-    det = determinism(items, budget)
+
+
+def summary_table(halves: dict[str, dict[str, Any]], det: dict[str, bool]) -> None:
+    """One row per (half, compressor): chars, facts kept, valid JSON, determinism, speed, crashes."""
     print(
-        "\n| compressor | output chars | facts kept | valid JSON (JSON in) | deterministic | MB/s "
+        "\n| half | compressor | output chars | facts kept | valid JSON (JSON in) | deterministic | MB/s "
         "| HTML MB/s | crashes |"
     )
-    print("|---|---|---|---|---|---|---|---|")
-    for name in names:
-        s = summary[name]
-        ok, of = s["json"]
-        print(
-            f"| {name} | {s['chars']:,} | {s['kept']}/{s['facts']} ({100 * s['kept'] / s['facts']:.1f}%) "
-            f"| {ok}/{of} ({100 * ok / of:.0f}%) | {'yes' if det.get(name) else 'NO'} | {s['mbps']:.1f} "
-            f"| {s['html_mbps']:.1f} | {s['crashes']} |"
-        )
-    if "graph-tool-call" not in runs:
+    print("|---|---|---|---|---|---|---|---|---|")
+    for label, summary in halves.items():
+        for name, s in summary.items():
+            ok, of = s["json"]
+            print(
+                f"| {label} | {name} | {s['chars']:,} | {s['kept']}/{s['facts']} "
+                f"({100 * s['kept'] / max(s['facts'], 1):.1f}%) | {ok}/{of} ({100 * ok / max(of, 1):.0f}%) "
+                f"| {'yes' if det.get(name) else 'NO'} | {s['mbps']:.1f} | {s['html_mbps']:.1f} "
+                f"| {s['crashes']} |"
+            )
+    if gtc_compressor() is None:
         print("\ngraph-tool-call is NOT installed: `.venv/bin/pip install graph-tool-call` to compare.")
-    robustness(budget)
 
 
 def robustness(budget: int) -> None:
@@ -285,16 +292,19 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--budget", type=int, default=2000)
     parser.add_argument("--show", help="print every contender's output for this item")
+    parser.add_argument("--built", action="store_true", help="the corpus built live (first version)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         items = pickle.loads(Path(args.child).read_bytes())
         print(json.dumps(hashes(items, args.budget)))
         return
-    with tempfile.TemporaryDirectory() as folder:
-        items = [
-            Item(name, value, [Fact(*f) for f in facts]) for name, value, facts in corpus.build(Path(folder))
-        ]
+    if args.built:
+        with tempfile.TemporaryDirectory() as folder:
+            entries = corpus.build(Path(folder))
+    else:
+        entries = corpus.stored()
+    items = [Item(name, value, [Fact(*f) for f in facts]) for name, value, facts in entries]
     if args.show:
         item = next(i for i in items if i.name == args.show)
         for name, fn in contenders().items():
@@ -304,8 +314,21 @@ def main(argv: list[str] | None = None) -> None:
         for fact in item.facts:
             print(fact.where, repr(fact.text), "ours:", fact.kept(ours(item.value, args.budget), item.text))
         return
-    runs, summary = measure(items, args.budget)
-    report(items, args.budget, runs, summary)
+    if args.built:
+        runs, summary = measure(items, args.budget)
+        report(items, args.budget, runs, summary)
+        summary_table({"built": summary}, determinism(items, args.budget))
+        robustness(args.budget)
+        return
+    halves: dict[str, dict[str, Any]] = {}
+    for label in ("tuning", "held-back"):
+        part = [item for item in items if corpus.half(item.name) == label]
+        runs, halves[label] = measure(part, args.budget)
+        print(f"\n## {label} half ({len(part)} outputs, {sum(len(i.facts) for i in part)} facts)")
+        report(part, args.budget, runs, halves[label])
+    print("\n## Both halves")
+    summary_table(halves, determinism(items, args.budget))
+    robustness(args.budget)
 
 
 if __name__ == "__main__":

@@ -625,3 +625,35 @@ def build(folder: Path) -> list[Entry]:
             continue
         entries += made if isinstance(made, list) else [made]
     return entries
+
+
+# -- the stored corpus (benchmarks/corpus/, gathered once by benchmarks/corpus/gather.py) ------
+
+STORED = Path(__file__).resolve().parent / "corpus"
+
+
+def half(name: str) -> str:
+    """The fixed split: "tuning" when the first byte of sha256("<kind>/<name>") is even, else
+    "held-back". Rules are chosen on the tuning half only; the held-back half only measures."""
+    import hashlib
+
+    return "tuning" if hashlib.sha256(name.encode()).digest()[0] % 2 == 0 else "held-back"
+
+
+def stored(which: str | None = None) -> list[Entry]:
+    """The stored outputs as entries, `which` half only when given; facts positioned in the input."""
+    entries: list[Entry] = []
+    for facts_file in sorted(STORED.glob("*/*.facts.json")):
+        name = f"{facts_file.parent.name}/{facts_file.name.removesuffix('.facts.json')}"
+        if which and half(name) != which:
+            continue
+        text = facts_file.with_name(facts_file.name.replace(".facts.json", ".txt")).read_text()
+        spec = json.loads(facts_file.read_text())
+        facts: list[FactSpec] = []
+        for fact, kind in spec["facts"]:
+            if kind == "count":
+                facts.append((fact, "count", "count"))
+            else:
+                facts.append(_facts(text, [fact])[0])
+        entries.append((name, text, facts))
+    return entries

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import traceback
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -257,7 +259,7 @@ def test_git_log_is_one_line_per_commit() -> None:
     text = "\n".join(commits)
     out = compress(text, BUDGET, pointer=NAME)
     assert detect(text) == "git_log" and len(out) <= BUDGET
-    assert "00aaaaaaaa 2026-06-01 Ada Lovelace: Fix edge case 0" in out
+    assert f"00{'a' * 38} 2026-06-01 Ada Lovelace: Fix edge case 0" in out, "hashes never shortened"
     assert "4faaaaaaaa" in out and "Merge branch 'refunds'" in out
     assert "80 commits" in out and "Longer body" not in out
 
@@ -270,7 +272,7 @@ def test_a_table_keeps_header_ends_and_odd_rows() -> None:
     assert detect(text) == "table" and len(out) <= BUDGET
     assert out.startswith("Package") and "pkg-000" in out and "pkg-119" in out
     assert "/work/main" in out, "the row with an extra column"
-    assert "120 rows" in out and " " * 5 not in out, "column padding squeezed"
+    assert "120 rows" in out and rows[0] in out and rows[-1] in out, "rows verbatim, counted"
 
 
 def test_source_is_an_outline_with_numbered_definitions() -> None:
@@ -280,9 +282,10 @@ def test_source_is_an_outline_with_numbered_definitions() -> None:
     text = "\n".join(body)
     out = compress(text, BUDGET, pointer=NAME)
     assert detect(text) == "source" and len(out) <= BUDGET
-    assert out.startswith('L1 """Module docstring."""\nL2 import json\n')
-    assert "L4 def function_0(x):" in out and "L439 def function_29(x):" in out, "numbered, for start_line="
-    assert "y = x +" not in out, "bodies cut before definitions"
+    assert out.startswith('"""Module docstring."""\nimport json\n'), "the first lines verbatim"
+    assert "L19 def function_1(x):" in out and "L439 def function_29(x):" in out, "numbered, for start_line="
+    assert "y = x + 5" not in out, "bodies cut before definitions"
+    assert out.split("\n[source")[0].endswith("    y = x + 11\n    return y"), "the last lines verbatim"
 
 
 def test_path_listings_become_a_folder_tree_with_counts() -> None:
@@ -336,3 +339,211 @@ def test_without_a_pointer_a_cut_says_the_full_result_was_not_kept() -> None:
 @pytest.mark.parametrize("budget", [1, 50, 199])
 def test_budgets_below_the_floor_are_raised_to_it(budget: int) -> None:
     assert len(compress("x\n" * 5000, budget)) <= 200
+
+
+# -- the new kinds and general rules (issue 16) -------------------------------------------
+
+
+def _diff(files: int) -> str:
+    parts = [
+        f"commit {'c0ffee' * 6}abcd\nAuthor: A <a@example.com>\n"
+        "Date:   Mon Jun 1 10:00:00 2026\n\n    Subject line\n"
+    ]
+    for f in range(files):
+        parts.append(
+            f"diff --git a/pkg/mod_{f}.py b/pkg/mod_{f}.py\nindex 1111111..2222222 100644\n"
+            f"--- a/pkg/mod_{f}.py\n+++ b/pkg/mod_{f}.py\n"
+        )
+        for h in range(3):
+            parts.append(
+                f"@@ -{10 * h + 1},6 +{10 * h + 1},7 @@ def f_{h}():\n"
+                + "     context\n" * 3
+                + f"-    old_{f}_{h}\n+    new_{f}_{h}\n+    added\n"
+                + "     context\n" * 3
+            )
+    return "".join(parts)
+
+
+def test_a_diff_keeps_every_file_with_counts_the_hunk_heads_and_the_full_hash() -> None:
+    text = _diff(8)
+    out = compress(text, BUDGET, pointer=NAME)
+    assert detect(text) == "diff" and len(out) <= BUDGET
+    assert f"commit {'c0ffee' * 6}abcd" in out and "Subject line" in out
+    assert all(f"diff --git a/pkg/mod_{f}.py b/pkg/mod_{f}.py  (+6 -3)" in out for f in range(8))
+    assert "8 files changed, 24 hunks, +48 -24 lines" in out and find_pointer(out) == NAME
+    assert "@@ -21,6 +21,7 @@" in out, "the last hunk header"
+
+
+def test_an_error_line_among_thousands_survives_with_the_line_that_says_where() -> None:
+    lines = [f"Compiling '/src/pkg/module_{i:04d}.py'..." for i in range(3000)]
+    lines[1717:1718] = [
+        "Compiling '/src/pkg/broken.py'...",
+        '***   File "/src/pkg/broken.py", line 9',
+        "    def f(:",
+        "SyntaxError: invalid syntax",
+    ]
+    lines[40] = "Compiling '/src/pkg/errors.py'..."  # a file name is not an error
+    out = compress("\n".join(lines), BUDGET, pointer=NAME)
+    assert "SyntaxError: invalid syntax" in out and '"/src/pkg/broken.py", line 9' in out
+    assert "(3,000 start with `Compiling`)" in out, "the items of a cut text counted, not only its lines"
+
+
+def test_ndjson_keeps_records_verbatim_with_the_error_record_and_the_count() -> None:
+    rows = [json.dumps({"id": i, "level": "INFO", "msg": f"ok {i}"}) for i in range(2000)]
+    rows[1234] = json.dumps({"id": 1234, "level": "ERROR", "msg": "disk full on /dev/sdb1"})
+    out = compress("\n".join(rows), BUDGET, pointer=NAME)
+    assert detect("\n".join(rows)) == "ndjson"
+    assert rows[0] in out and rows[-1] in out and rows[1234] in out and "2000 records" in out
+
+
+def test_csv_and_xml_count_their_rows_and_items() -> None:
+    csv_text = "id,name,size\n" + "".join(f"{i},pkg-{i},{i * 7}\n" for i in range(3000))
+    out = compress(csv_text, BUDGET, pointer=NAME)
+    assert detect(csv_text) == "csv" and "3000 rows x 3 columns" in out and "2999,pkg-2999,20993" in out
+    xml = (
+        "<?xml version='1.0'?>\n<!-- a long comment -->\n<items>\n"
+        + "".join(f'  <item id="{i}" sha="{i:040x}"/>\n' for i in range(900))
+        + "</items>\n"
+    )
+    out = compress(xml, BUDGET, pointer=NAME)
+    assert detect(xml) == "xml" and "900 items under <items>" in out and f'sha="{899:040x}"' in out
+
+
+def test_long_json_keeps_its_first_and_last_keys_and_counts_the_rest() -> None:
+    data = {f"KEY_{i:04d}": f"value {i}" for i in range(1500)}
+    out = compress(json.dumps(data), BUDGET, pointer=NAME)
+    parsed = strict_json(out)
+    assert isinstance(parsed, dict) and "KEY_0000" in parsed and "KEY_1499" in parsed
+    assert "of 1500 keys" in out
+
+
+def test_other_languages_stack_traces_keep_exceptions_causes_and_user_frames() -> None:
+    frames = "".join(f"\tat java.base/java.util.Lib{i}.call(Lib{i}.java:{i})\n" for i in range(200))
+    text = (
+        'Exception in thread "main" java.lang.IllegalStateException: bad config value: 12x\n'
+        "\tat com.acme.Main.load(Main.java:4)\n"
+        + frames
+        + 'Caused by: java.lang.NumberFormatException: For input string: "12x"\n'
+        "\tat com.acme.Main.parse(Main.java:2)\n" + frames + "\t... 41 more\n"
+    )
+    out = compress(text, BUDGET, pointer=NAME)
+    assert detect(text) == "trace" and len(out) <= BUDGET
+    for kept in (
+        "IllegalStateException: bad config value: 12x",
+        "Caused by: java.lang.NumberFormatException",
+        "com.acme.Main.load(Main.java:4)",
+        "com.acme.Main.parse(Main.java:2)",
+        "... 41 more",
+    ):
+        assert kept in out
+
+
+# -- the small-model summary for free text (opt-in) ----------------------------------------
+
+
+PROSE = "\n\n".join(
+    f"Paragraph {i}. The customer wrote again about the delayed shipment of order 4411, asking whether "
+    f"the refund could be issued to the original card instead of store credit, and when it would arrive."
+    for i in range(80)
+)
+
+
+def test_the_summary_is_for_long_free_text_only_cached_and_billed(simulator: object) -> None:
+    from agent.context.summarize import SummaryCache, llm_call, summarize_free_text
+
+    sim = simulator(summarizer=lambda body: "Customer asks: refund order 4411 to the original card; when?")  # type: ignore[operator]
+    call = llm_call(sim.llm(), step=2)
+    cache = SummaryCache()
+    first = summarize_free_text(PROSE, BUDGET, call=call, model="claude-haiku-4-5", cache=cache, pointer=NAME)
+    assert first is not None and not first.cached and len(first.text) <= BUDGET
+    assert first.text.startswith("[summary by claude-haiku-4-5 of") and find_pointer(first.text) == NAME
+    assert "refund order 4411" in first.text
+    assert first.usage.purpose == "tool_summary" and first.usage.output > 0 and first.usage.cost_usd > 0
+    assert len(sim.requests) == 1 and "tools" not in sim.requests[0]
+    again = summarize_free_text(PROSE, BUDGET, call=call, model="claude-haiku-4-5", cache=cache, pointer=NAME)
+    assert again is not None and again.cached and again.usage is None and len(sim.requests) == 1
+    never = [
+        _diff(40),
+        _chained_traceback() * 30,
+        "\n".join(f"key_{i} = value_{i}" for i in range(900)),
+        "\n".join(f"def f_{i}(x):\n    return x + {i}\n" for i in range(400)),
+        json.dumps({f"k{i}": "v" * 20 for i in range(500)}),
+        "\n".join(f"2026-06-01 10:00:{i % 60:02d} ERROR E{i:04d} request failed" for i in range(400)),
+    ]
+    for text in never:
+        assert summarize_free_text(text, BUDGET, call=call, model="claude-haiku-4-5", cache=cache) is None
+    assert len(sim.requests) == 1, "no model call for code, diffs, config, traces, JSON or error logs"
+
+
+def test_a_failed_summary_falls_back_to_the_rules() -> None:
+    from agent.context.summarize import summarize_free_text
+
+    def broken(model: str, prompt: str) -> tuple[str, object]:
+        raise RuntimeError("budget exhausted")
+
+    assert summarize_free_text(PROSE, BUDGET, call=broken, model="claude-haiku-4-5") is None
+
+
+def test_summarize_with_runs_through_the_agent_budgeted_logged_and_cached(
+    simulator: object, tmp_path: Path
+) -> None:
+    """`summarize_with=` on a live run (the simulator over HTTP): long prose from a tool is read as a
+    small model's summary, with the full text behind its pointer; the call is billed as
+    "tool_summary" in the usage log, the same text again costs nothing, and code is never sent."""
+    from agent import Agent, tool
+    from agent.testing.policies import call, latest_results, scripted
+
+    @tool
+    def ticket(id: str) -> str:
+        """The support ticket with this id, verbatim."""
+        return PROSE
+
+    @tool
+    def source(path: str) -> str:
+        """A source file."""
+        return "\n".join(f"def f_{i}(x):\n    return x + {i}\n" for i in range(400))
+
+    def reading(body: dict[str, Any]) -> list[str]:
+        return [r.text for r in latest_results(body)]
+
+    seen: list[list[str]] = []
+
+    def second(body: dict[str, Any]) -> list[dict[str, Any]]:
+        seen.append(reading(body))
+        return [call("ticket", id="T-2"), call("source", path="a.py")]
+
+    def answer(body: dict[str, Any]) -> str:
+        seen.append(reading(body))
+        return "done"
+
+    sim = simulator(  # type: ignore[operator]
+        scripted(
+            [call("ticket", id="T-1")], second, answer
+        ),
+        summarizer=lambda body: "Customer asks: refund order 4411 to the original card; when?",
+    )
+    log = tmp_path / "usage.jsonl"
+    agent = Agent(
+        llm=sim.llm(), tools=[ticket, source], summarize_with="claude-haiku-4-5",
+        artifacts_dir=tmp_path / "artifacts", usage_log=log, max_cost_usd=5.0,
+    )
+    result = agent.run("What does the customer want?")
+    assert result.text == "done"
+    summaries = [r for r in sim.requests if "tools" not in r]
+    assert len(summaries) == 1 and summaries[0]["model"] == "claude-haiku-4-5"
+    [first_ticket], [second_ticket, code] = seen
+    assert first_ticket == second_ticket, "the same text again: the cached summary, no second call"
+    assert second_ticket.startswith("[summary by claude-haiku-4-5") and "refund order 4411" in second_ticket
+    assert find_pointer(second_ticket) and len(second_ticket) <= agent.compress_threshold
+    assert code.startswith("def f_0") and "summary by" not in code  # code goes to the rules
+    billed = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [b["purpose"] for b in billed].count("tool_summary") == 1
+    assert any(u.purpose == "tool_summary" and u.cost_usd for u in result.usage.steps)
+
+
+def test_text_that_looks_like_the_binary_marker_is_still_text() -> None:
+    """Binary data is told apart by its type, not by a marker string a text could also hold."""
+    assert compress("\x00binary", BUDGET, pointer=NAME) == "\x00binary"
+    assert detect("\x00binary 12 bytes") != "binary"
+    described = compress(b"\x00\x01" * 5000, BUDGET, pointer=NAME)
+    assert described.startswith("[binary data, 10,000 bytes;") and find_pointer(described) == NAME

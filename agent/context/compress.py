@@ -12,7 +12,12 @@ first detects what the result is, then keeps what that kind of result is read fo
     tests      pytest / unittest output           -> counts, failures, first error lines
     traceback  Python tracebacks                  -> exception lines, user frames, raise site
     log        timestamped / levelled lines       -> errors, warnings, folded repeats, numbers
-    git_log    `git log`                          -> one line per commit
+    diff       `git show`, `git diff`, patches     -> files with +/- counts, hunk headers, first changes
+    git_log    `git log`                          -> one line per commit (full hashes)
+    trace      Java, Node, Rust, Go stack traces  -> exception/panic lines, user frames, `... N more`
+    ndjson     JSON Lines                         -> first, last and error records, verbatim; count
+    csv        comma-separated rows               -> header, first and last rows; rows x columns
+    xml        XML documents                      -> head and tail, elements counted by tag
     source     program text                       -> head, numbered definitions, tail
     paths      file listings                      -> folders with counts
     table      column-aligned output (ps, ls -l)  -> header, head/tail rows, odd rows
@@ -28,13 +33,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from agent.context.compressors.common import MIN_BUDGET, fit, where
+from agent.context.compressors.diff import compress_diff, is_diff
 from agent.context.compressors.html import compress_html, is_html
 from agent.context.compressors.jsonish import TooDeep, dump_full, loads_json_text, normalize, safe_str
 from agent.context.compressors.logs import compress_log, is_log
 from agent.context.compressors.pytraceback import compress_traceback, is_traceback
+from agent.context.compressors.records import (
+    compress_csv,
+    compress_ndjson,
+    compress_xml,
+    is_csv,
+    is_ndjson,
+    is_xml,
+)
 from agent.context.compressors.structured import compress_structured, is_http
 from agent.context.compressors.testrun import compress_tests, is_test_output
 from agent.context.compressors.text import (
@@ -48,11 +63,12 @@ from agent.context.compressors.text import (
     is_source,
     table_columns,
 )
+from agent.context.compressors.traces import compress_trace, is_trace
 
 __all__ = ["MIN_BUDGET", "compress", "detect"]
 
-TARGET = {"tests": 1.0, "traceback": 1.0, "json": 0.8, "binary": 1.0}
-"""Share of the budget a kind aims for (0.6 unless listed). The budget is a cap, not a goal:
+TARGET = {"tests": 1.0, "traceback": 1.0, "trace": 1.0, "json": 0.9, "diff": 0.9, "binary": 1.0}
+"""Share of the budget a kind aims for (0.8 unless listed). The budget is a cap, not a goal:
 past the first and last lines and the odd ones, more of a table, page or log buys little
 that `read_artifact` cannot fetch when it is needed, and every char is paid on every step."""
 
@@ -61,6 +77,11 @@ _TEXT: dict[str, Callable[[str, int, str | None], str]] = {
     "tests": compress_tests,
     "traceback": compress_traceback,
     "log": compress_log,
+    "diff": compress_diff,
+    "trace": compress_trace,
+    "ndjson": compress_ndjson,
+    "csv": compress_csv,
+    "xml": compress_xml,
     "git_log": compress_git_log,
     "source": compress_source,
     "paths": compress_paths,
@@ -72,10 +93,12 @@ _TEXT: dict[str, Callable[[str, int, str | None], str]] = {
 def detect(value: Any) -> str:
     """The kind of a tool result: json, http, binary, or one of the text kinds above."""
     value = _as_content(value)
+    if isinstance(value, _Binary):
+        return "binary"
     if not isinstance(value, str):
         return "http" if is_http(value) else "json"
-    if value.startswith("\x00binary"):
-        return "binary"
+    if is_ndjson(value):
+        return "ndjson"
     if loads_json_text(value)[0]:
         return "json"
     return _text_kind(value)
@@ -86,13 +109,25 @@ def _text_kind(text: str) -> str:
         return "html"
     if is_test_output(text):
         return "tests"
+    if is_xml(text):
+        return "xml"
+    if is_ndjson(text):
+        return "ndjson"
     lines = text[:200_000].splitlines()
+    if is_diff(lines):
+        return "diff"
     if is_git_log(lines):
         return "git_log"
     if is_log(lines):
         return "log"
     if is_traceback(text):
         return "traceback"
+    if is_trace(lines):
+        return "trace"
+    if is_csv(lines):
+        return "csv"
+    if len(text) > 300 * max(len(lines), 1):
+        return "text"  # minified code or one long line: cut by characters, not outlined
     if is_source(lines):
         return "source"
     if is_paths(lines):
@@ -102,12 +137,19 @@ def _text_kind(text: str) -> str:
     return "text"
 
 
+@dataclass(frozen=True)
+class _Binary:
+    """Bytes that are not text (a NUL in the first 4 KB): described, never decoded."""
+
+    size: int
+
+
 def _as_content(value: Any) -> Any:
     """Bytes decoded (binary data flagged), known objects opened into dicts or lists."""
     if isinstance(value, (bytes, bytearray, memoryview)):
         data = bytes(value)
         if b"\x00" in data[:4096]:
-            return f"\x00binary {len(data):,} bytes"
+            return _Binary(len(data))
         return data.decode("utf-8", errors="replace")
     if isinstance(value, str):
         return value
@@ -135,12 +177,12 @@ def compress(
 
 def _compress(value: Any, budget: int, pointer: str | None, full_text: str | None) -> str:
     content = _as_content(value)
+    if isinstance(content, _Binary):
+        return f"[binary data, {content.size:,} bytes; {where(pointer)}]"
     if isinstance(content, str):
-        if content.startswith("\x00binary"):
-            return f"[binary data, {content[8:].strip()}; {where(pointer)}]"
         if len(content) <= budget:
             return content
-        parsed, data = loads_json_text(content)
+        parsed, data = (False, None) if is_ndjson(content) else loads_json_text(content)
         if isinstance(data, TooDeep):
             note = f"JSON nested too deep to parse ({data.size:,} chars, starting {data.head[:40]})"
             note += f"; {where(pointer)}"
@@ -157,4 +199,4 @@ def _compress(value: Any, budget: int, pointer: str | None, full_text: str | Non
 
 
 def _target(kind: str, budget: int) -> int:
-    return max(int(budget * TARGET.get(kind, 0.6)), MIN_BUDGET)
+    return max(int(budget * TARGET.get(kind, 0.8)), MIN_BUDGET)

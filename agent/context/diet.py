@@ -29,10 +29,12 @@ from agent.context.artifacts import ArtifactStore, artifact_name
 from agent.context.compress import compress
 from agent.context.compressors.jsonish import dump_full, normalize
 from agent.context.slim import slim
+from agent.context.summary_calls import Summarize, free_text_summarizer
 from agent.secrets import redact
 
 if TYPE_CHECKING:
     from agent.config import AgentConfig
+    from agent.loop import Agent
     from agent.registry import ToolOutcome, ToolRegistry
     from agent.state import RunState
 
@@ -83,8 +85,10 @@ def render(
     policy: DietPolicy = DietPolicy(),
     pointer: str | None = None,
     full_text: str | None = None,
+    summarize: Summarize | None = None,
 ) -> str:
-    """The text the model reads for one tool result (pure; never raises for any value)."""
+    """The text the model reads for one tool result (pure but for `summarize`, the opt-in
+    small-model summary of long free text, tried before the rules; never raises)."""
     full = full_text if full_text is not None else dump_full(value)[0]
     if not full:
         return "(empty)"
@@ -108,6 +112,8 @@ def render(
             )
     if len(full) <= policy.threshold:
         return full
+    if summarize is not None and (summary := summarize(full, policy.threshold, pointer)) is not None:
+        return summary
     return compress(
         value, policy.threshold, pointer=pointer, full_text=None if isinstance(value, str) else full
     )
@@ -127,7 +133,7 @@ def store_for(config: AgentConfig, state: RunState) -> ArtifactStore | None:
     return state.artifacts
 
 
-def render_outcome(config: AgentConfig, outcome: ToolOutcome, state: RunState) -> str:
+def render_outcome(config: Agent, outcome: ToolOutcome, state: RunState) -> str:
     """Store the full result (when non-trivial), then render it with the tool's policy."""
     full, is_json = dump_full(outcome.value)
     if not config.diet:
@@ -148,6 +154,7 @@ def render_outcome(config: AgentConfig, outcome: ToolOutcome, state: RunState) -
         policy=policy_for(config, outcome),
         pointer=pointer,
         full_text=full,
+        summarize=free_text_summarizer(config, state),
     )
 
 

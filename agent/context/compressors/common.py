@@ -9,14 +9,59 @@ gaps, so "keep the facts" and "respect the budget" are decided in one place.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 from agent.context.artifacts import marker
 
-__all__ = ["MIN_BUDGET", "clip", "fit", "pick_lines", "where"]
+__all__ = [
+    "IMPORTANT",
+    "MIN_BUDGET",
+    "clip",
+    "fit",
+    "head_tail",
+    "important_lines",
+    "is_important",
+    "pick_lines",
+    "where",
+]
 
 MIN_BUDGET = 200
 """Smallest budget honoured: room for a cut note and a pointer."""
+
+IMPORTANT = re.compile(
+    r"(?i:\b(?:error|errors|exception|failed|failure|fatal|panic|panicked|warning|warn|denied|refused|traceback"
+    r"|critical|aborted|aborting|segmentation fault|unresolved|not found|cannot|could not)\b)"
+    r"|[A-Za-z]*(?:Error|Exception|Warning)\b|\bE\d{3,4}\b|\bERR!|^\*\*\*"
+)
+"""A line that reads as an error, a failure or a warning: it survives in every kind."""
+_SEVERE = re.compile(r"(?i)error|fatal|panic|exception|fail|traceback|denied|refused|abort|cannot|could not")
+_SHAPE = re.compile(r"`[^`]*`|'[^']*'|\"[^\"]*\"|0x[0-9a-fA-F]+|\d+")
+_PATHISH = re.compile(r"\S*/\S*|\S+\.(?:py|js|ts|c|h|cc|rs|java|go|rb|o|so|txt|json|html)\b")
+
+
+def is_important(line: str) -> bool:
+    """IMPORTANT, not counting words inside paths and file names (`errors.py`, `urllib/error.py`)."""
+    return bool(IMPORTANT.search(line)) and bool(IMPORTANT.search(_PATHISH.sub(" ", line)))
+
+
+def important_lines(lines: Sequence[str], limit: int = 20, base: int = 6) -> list[tuple[int, int]]:
+    """(priority, index) for important lines and the two lines before each (the `File ...` or
+    command line that says where). Errors rank before warnings; a line repeating an earlier one
+    with other numbers or names ranks after every first occurrence, except the last of its kind."""
+    found: dict[str, list[int]] = {}
+    for i, line in enumerate(lines):
+        if len(line) < 4000 and is_important(line):
+            found.setdefault(_SHAPE.sub("#", line), []).append(i)
+            if len(found) > 4 * limit:
+                break
+    out: list[tuple[int, int]] = []
+    for shape, where_found in list(found.items())[:limit]:
+        rank = base + (0 if _SEVERE.search(shape) else 3)
+        for n, i in enumerate(where_found):
+            extra = 0 if n == 0 else 1 if n == len(where_found) - 1 else 40 + n
+            out += [(rank + extra, i), (rank + extra + 2, i - 1), (rank + extra + 4, i - 2)]
+    return [(p, i) for p, i in out if i >= 0]
 
 
 def where(pointer: str | None) -> str:
@@ -67,7 +112,7 @@ def pick_lines(
     source lines) of `lines[i]` when lines were folded; `header` and `footer` are
     always kept.
     """
-    where_of = origin or [(i + 1, 1) for i in range(len(lines))]
+    where_of = origin or _Unfolded()  # not a list: a tuple per line costs ~20x the line on big inputs
     show_gaps = gaps and not numbered
     used = len(header) + len(footer) + 2 + (34 if show_gaps else 0)
     rendered: dict[int, str] = {}
@@ -99,9 +144,28 @@ def pick_lines(
     return "\n".join(line for line in out if line is not None)
 
 
-def _gap(lines: Sequence[str], where_of: Sequence[tuple[int, int]], start: int, stop: int) -> str | None:
+class _Unfolded:
+    """`origin` of lines that were not folded: line i is source line i + 1, alone."""
+
+    def __getitem__(self, index: int) -> tuple[int, int]:
+        return (index + 1, 1)
+
+
+def _gap(
+    lines: Sequence[str], where_of: Sequence[tuple[int, int]] | _Unfolded, start: int, stop: int
+) -> str | None:
     """The marker for dropped lines[start:stop]: none for blank lines, `...` for one line."""
     if all(not lines[i].strip() for i in range(start, stop)):
         return None
     count = where_of[stop - 1][0] + where_of[stop - 1][1] - where_of[start][0]
     return "..." if count == 1 else f"[... {count} lines]"
+
+
+def head_tail(count: int, budget: int, head_weight: int = 2, tail_weight: int = 3) -> list[tuple[int, int]]:
+    """(priority, index) of lines by their distance from either end. Only the `budget // 2` lines
+    nearest each end are listed: no more can fit (a line costs 2 chars at least), and listing every
+    line of a 40 MB result would cost more memory than the result."""
+    reach = min(count, budget // 2 + 1)
+    pairs = [(head_weight * i, i) for i in range(reach)]
+    pairs += [(tail_weight * (count - 1 - i) + 1, i) for i in range(count - reach, count)]
+    return pairs

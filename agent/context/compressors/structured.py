@@ -128,18 +128,20 @@ class _Viewer:
             return f"{{{len(keys)} keys: {names(keys, max(self.node_limit // 2, 200))}}}"
         rest: list[Any] = []
         if len(keys) > self.level.keys:
+            last = len(keys) - 1  # first and last keys always: the end of an object is read too
             chosen = [
-                i < self.level.keys or json_key(k) in PRIORITY or is_id_key(json_key(k))
+                i < self.level.keys or i == last or json_key(k) in PRIORITY or is_id_key(json_key(k))
                 for i, k in enumerate(keys)
             ]
             rest = [k for k, c in zip(keys, chosen, strict=True) if not c]
             keys = [k for k, c in zip(keys, chosen, strict=True) if c]
         out: dict[str, Any] = {}
-        for key in keys:
+        for n, key in enumerate(keys):
+            if rest and n == len(keys) - 1:
+                self.keys_cut += len(rest)
+                total = len(rest) + len(keys)
+                out["..."] = f"+{len(rest)} of {total} keys: {names(rest, max(self.node_limit // 2, 200))}"
             out[json_key(key)] = self.view(data[key], depth + 1)
-        if rest:
-            self.keys_cut += len(rest)
-            out["..."] = f"+{len(rest)} keys: {names(rest, max(self.node_limit // 2, 200))}"
         return out
 
     def _list(self, items: Sequence[Any], depth: int) -> Any:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from agent.context.compressors.common import fit, pick_lines, where
+from agent.context.compressors.common import fit, head_tail, important_lines, pick_lines, where
 
 __all__ = [
     "compress_git_log",
@@ -28,10 +28,6 @@ __all__ = [
     "table_columns",
 ]
 
-IMPORTANT = re.compile(
-    r"\b(?:error|errors|exception|failed|failure|fatal|panic|warning|denied|refused|traceback)\b",
-    re.IGNORECASE,
-)
 _TEMPLATE = re.compile(r"https?://\S+|0x[0-9a-fA-F]+|\d+")
 _SPACES = re.compile(r"(?<=\S)[ \t]{3,}")
 _DEF = re.compile(
@@ -42,6 +38,11 @@ _IMPORT = re.compile(
     r"^\s*(?:import\s|from\s+\S+\s+import\s|#include\s|use\s|require\(|const\s+\w+\s*=\s*require)"
 )
 _PATH = re.compile(r"^\s*(?:\.{1,2}/|/|~/)?[\w.@+-]+(?:/[\w.@+, -]*[\w.@+-])+/?\s*$")
+_HEADING = re.compile(
+    r"^\s{0,8}(?:#{1,6} \S|\d{1,2}(?:\.\d{1,2})*\.? [A-Z][\w-]*(?: [\w-]+){0,5}[.:]?(?:\s|$)"
+    r"|[A-Z][A-Z0-9 ,&/-]{3,60}$)"
+)
+"""A heading of free text: `# Title`, `4. Redistribution.`, `2.1 Scope`, `TERMS AND CONDITIONS`."""
 _COMMIT = re.compile(r"^commit ([0-9a-f]{7,64})\b")
 _GIT_DATE = re.compile(r"\w{3} (\w{3}) (\d{1,2}) [\d:]+ (\d{4})")
 _MONTHS = {
@@ -70,12 +71,6 @@ def fold_repeats(lines: list[str]) -> tuple[list[str], list[tuple[int, int]]]:
     return out, origin
 
 
-def _head_tail(count: int, head_weight: int = 2, tail_weight: int = 3) -> list[tuple[int, int]]:
-    pairs = [(head_weight * i, i) for i in range(count)]
-    pairs += [(tail_weight * (count - 1 - i) + 1, i) for i in range(count)]
-    return pairs
-
-
 def compress_plain(text: str, budget: int, pointer: str | None) -> str:
     """Head and tail by lines, the first error-looking lines in between, repeats folded."""
     lines, origin = fold_repeats([squeeze(line) for line in text.splitlines()])
@@ -93,40 +88,81 @@ def compress_plain(text: str, budget: int, pointer: str | None) -> str:
         seen[template] = seen.get(template, 0) + 1
         if seen[template] > 1:
             repeats.add(i)  # boilerplate that recurs with other numbers or links: shown once
-    priorities = [(p, i) for p, i in _head_tail(len(lines)) if i not in repeats or p < 2]
+    priorities = [(p, i) for p, i in head_tail(len(lines), budget) if i not in repeats or p < 2]
     priorities += [(100_000 + i, i) for i in repeats]
-    important = [i for i, line in enumerate(lines) if i not in repeats and IMPORTANT.search(line)][:20]
-    priorities += [(6, i) for i in important]
-    footer = f"[{origin[-1][0] + origin[-1][1] - 1} lines, {len(text):,} chars; {where(pointer)}]"
+    priorities += important_lines(lines)
+    headings = [i for i, line in enumerate(lines) if len(line) < 200 and _HEADING.match(line)]
+    priorities += [(12 + n, i) for n, i in enumerate(headings[:40])]
+    footer = (
+        f"[{origin[-1][0] + origin[-1][1] - 1} lines{_rows(text)}, {len(text):,} chars; {where(pointer)}]"
+    )
     return pick_lines(lines, budget, priorities, footer=footer, origin=origin)
 
 
+_LEAD = re.compile(r"^[ \t]*(?:- )?[A-Za-z_][\w.-]*(?: [A-Z]+\b)*", re.MULTILINE)
+
+
+def _rows(text: str) -> str:
+    """The items a cut text lists: the most common line start (`INSERT INTO`, `- name`, `Compiling`)
+    with its count, when it starts at least a sixth of the lines."""
+    starts = Counter(found.group(0) for found in _LEAD.finditer(text, 0, 2_000_000))
+    if not starts:
+        return ""
+    lead, count = max(starts.items(), key=lambda kv: (kv[1], kv[0]))
+    lines = text.count("\n") + 1
+    return f" ({count:,} start with `{lead.strip()}`)" if count >= 5 and count * 6 >= lines else ""
+
+
 def table_columns(lines: list[str]) -> int | None:
-    """The usual number of whitespace-separated fields when `lines` look like a table."""
+    """The usual number of whitespace-separated fields when `lines` look like a table:
+    column-aligned, or the same number of fields on nine rows in ten."""
     rows = [line for line in lines[:200] if line.strip()]
     if len(rows) < 8:
         return None
+    aligned = sum(1 for line in rows if "  " in line.strip()) * 2 >= len(rows)
     counts = Counter(len(line.split()) for line in rows)
     fields, seen = max(counts.items(), key=lambda kv: (kv[1], kv[0]))
-    aligned = sum(1 for line in rows if "  " in line.strip())
-    return fields if fields >= 2 and seen * 10 >= len(rows) * 6 and aligned * 2 >= len(rows) else None
+    if aligned and seen * 10 < len(rows) * 6:  # columns are what 2+ spaces separate: free text last
+        counts = Counter(len(_COLUMNS.split(line.strip())) for line in rows)
+        fields, seen = max(counts.items(), key=lambda kv: (kv[1], kv[0]))
+    if fields < 2 or seen * 10 < len(rows) * (6 if aligned else 8) or (not aligned and not 3 <= fields <= 8):
+        return None  # unaligned: a few fields (`apt list`), not repeated sentences
+    return fields
+
+
+_RULE = re.compile(r"[-=+|\s]{3,}")
+_COLUMNS = re.compile(r"\s{2,}")
+
+
+def _table_header(lines: list[str], fields: int) -> int:
+    """How many lines come before the first row: a preamble (`top`'s summary), a header, a
+    `+++-===` rule. The first row is the first of three full-width lines that holds a digit
+    (rows carry sizes, versions, ids; header lines rarely do)."""
+    rule = next((i for i, line in enumerate(lines[:12]) if _RULE.fullmatch(line)), None)
+    if rule is not None:
+        return rule + 1
+    for i in range(min(len(lines), 12)):
+        if any(c.isdigit() for c in lines[i]) and all(
+            len(line.split()) >= fields for line in lines[i : i + 3]
+        ):
+            return i
+    return 1
 
 
 def compress_table(text: str, budget: int, pointer: str | None) -> str:
-    """A column-aligned table: header, head and tail rows, and rows of an unusual shape."""
+    """A table: preamble and header, head and tail rows, rows of an unusual shape, error rows;
+    the footer counts the rows."""
     raw = [line for line in text.splitlines() if line.strip()]
-    lines = [squeeze(line) for line in raw]
-    squeezed = "\n".join(lines)
-    if len(squeezed) <= budget:
-        return squeezed
+    lines = [line.rstrip() for line in raw]  # rows verbatim: a row is quoted back exactly
     fields = table_columns(raw) or 0
-    header_rows = 1 + (1 if len(lines) > 1 and re.fullmatch(r"[-=+|\s]+", lines[1]) else 0)
+    header_rows = _table_header(lines, fields)
     rows = len(lines) - header_rows
-    priorities = [(0, i) for i in range(header_rows)]
-    priorities += [(p, i + header_rows) for p, i in _head_tail(rows)]
+    priorities = [(0 if i >= header_rows - 2 else 1 + i, i) for i in range(header_rows)]
+    priorities += [(p, i + header_rows) for p, i in head_tail(rows, budget)]
     odd = [i for i in range(header_rows, len(lines)) if len(raw[i].split()) != fields]
     if len(odd) <= max(3, rows // 10):
         priorities += [(5, i) for i in odd]
+    priorities += [(p, i + header_rows) for p, i in important_lines(lines[header_rows:], base=5)]
     footer = f"[table: {rows} rows; {where(pointer)}]"
     return pick_lines(lines, budget, priorities, footer=footer, max_line=160)
 
@@ -139,19 +175,32 @@ def is_source(lines: list[str]) -> bool:
 
 
 def compress_source(text: str, budget: int, pointer: str | None) -> str:
-    """A source file as an outline: the head, definition lines (numbered, outer ones and the
-    first and last first), the tail."""
+    """A source file as an outline: its first and last lines verbatim, and between them the
+    definition lines (numbered; outer ones and the first and last first)."""
     lines = [line.rstrip() for line in text.splitlines()]
-    filled = [i for i, line in enumerate(lines) if line.strip()]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    head = min(4, len(lines))
+    tail = min(3, len(lines) - head)
+    middle = range(head, len(lines) - tail)
+    filled = [i for i in middle if lines[i].strip()]
     defs = [i for i in filled if _DEF.match(lines[i]) and not lines[i].lstrip().startswith("@")]
-    priorities = [(n, i) for n, i in enumerate(filled[:3])]
+    priorities = []
     for k, i in enumerate(defs):
         depth = (len(lines[i]) - len(lines[i].lstrip())) // 4
         priorities.append((10 + 20 * depth + min(k, len(defs) - 1 - k), i))
-    priorities += [(200 + n, i) for n, i in enumerate(filled[3:40])]
-    priorities += [(201 + 3 * n, i) for n, i in enumerate(reversed(filled[-5:]))]
-    footer = f"[source: {len(lines)} lines; kept head, definitions, tail; {where(pointer)}]"
-    return pick_lines(lines, budget, priorities, numbered=True, footer=footer, max_line=160)
+    priorities += [(200 + n, i) for n, i in enumerate(filled[:40])]
+    note = f"[source: {len(lines)} lines; kept head, definitions, tail; {where(pointer)}]"
+    ends = "\n".join(lines[len(lines) - tail :]) + "\n" if tail else ""
+    return pick_lines(
+        lines,
+        budget,
+        priorities,
+        numbered=True,
+        header="\n".join(lines[:head]),
+        footer=ends + note,
+        max_line=160,
+    )
 
 
 def is_paths(lines: list[str]) -> bool:
@@ -174,7 +223,7 @@ def compress_paths(text: str, budget: int, pointer: str | None) -> str:
         shown += [indent + p for _, p in paths[:2]] + tree + [indent + paths[-1][1]]
     shown += [lines[i].rstrip() for i in others if i > first]
     priorities = [(i, i) for i in range(fixed)]
-    priorities += [(fixed + p, fixed + i) for p, i in _head_tail(len(shown) - fixed, 3, 2)]
+    priorities += [(fixed + p, fixed + i) for p, i in head_tail(len(shown) - fixed, budget, 3, 2)]
     footer = f"[{len(paths)} paths; folder tree with file counts; {where(pointer)}]"
     return pick_lines(shown, budget, priorities, footer=footer, max_line=160)
 
@@ -229,7 +278,7 @@ def compress_git_log(text: str, budget: int, pointer: str | None) -> str:
         found = _COMMIT.match(line)
         if found:
             close()
-            current = {"hash": found.group(1)[:10]}
+            current = {"hash": found.group(1)}  # never shortened: the model quotes it back
         elif not current:
             continue
         elif line.startswith("Merge:"):
@@ -244,7 +293,7 @@ def compress_git_log(text: str, budget: int, pointer: str | None) -> str:
         elif line.strip():
             dropped += 1
     close()
-    priorities = _head_tail(len(commits))
+    priorities = head_tail(len(commits), budget)
     priorities += [(5, i) for i in merges[:10]]
     cut = "; bodies and diffs cut" if dropped else ""
     footer = f"[git log: {len(commits)} commits, {len(authors)} authors{cut}; {where(pointer)}]"
