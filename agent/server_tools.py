@@ -105,6 +105,8 @@ class ServerTool:
 
 def server_tool(definition: Mapping[str, Any] | ServerTool, *, betas: Iterable[str] = ()) -> ServerTool:
     """`definition` as a `ServerTool` (a `ServerTool` is returned unchanged when no betas are added)."""
+    if isinstance(betas, str):
+        raise TypeError(f"betas= takes a list of beta names, e.g. [{betas!r}]")
     if isinstance(definition, ServerTool):
         extra = tuple(b for b in betas if b not in definition.betas)
         return ServerTool(definition.definition, definition.betas + extra) if extra else definition
