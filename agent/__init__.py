@@ -21,6 +21,7 @@ from agent.fees import SERVER_TOOL_FEES, ServerToolFees
 from agent.llm import LLM, AnthropicLLM, AsyncAnthropicLLM, AsyncLLM, StreamingLLM, TokenCounter
 from agent.loop import Agent
 from agent.memory import Memory
+from agent.memory_tool import memory_tool
 from agent.models import MODELS, ModelInfo, ModelTable
 from agent.registry import Tool, ToolCall, ToolOutcome, ToolRegistry, tool
 from agent.server_tools import ServerTool, code_execution, server_tool, web_fetch, web_search
@@ -70,6 +71,7 @@ __all__ = [
     "compress",
     "deny_by_default",
     "find_pointer",
+    "memory_tool",
     "read_session",
     "server_tool",
     "tool",
