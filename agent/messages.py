@@ -72,9 +72,10 @@ def assistant_message(
     would make the history invalid for any later request. A server tool's call and
     its result are one pair: both stay, or (one of them cut off) both go. `after` is
     the history this turn follows: when it ends in paused assistant messages (a
-    `pause_turn` continued), a result here may answer a call made there, and a call
-    made there that never got its result is answered with the API's "unavailable"
-    error (`agent.server_tools.closing_results`), so nothing is left half-paired.
+    `pause_turn` continued) or in a call left in flight while the client's tools ran, a
+    result here may answer a call made there, and a call made there that never got its
+    result is answered with the API's "unavailable" error
+    (`agent.server_tools.closing_results`), so nothing is left half-paired.
     """
     content = []
     ids = _unique_ids(response)
@@ -181,7 +182,7 @@ def opening_messages(history: Sequence[Msg], prompt: str, *, tools_declared: boo
             "in a request that declares none; give the agent the tools this conversation used"
         )
     opening = user_message(prompt)
-    open_calls = unanswered_calls(earlier)
+    open_calls = unanswered_calls(earlier) if earlier and earlier[-1]["role"] == "assistant" else []
     if open_calls:  # a paused turn handed over: its server calls can no longer be continued
         last_turn = earlier[-1]
         earlier[-1] = {**last_turn, "content": [*last_turn["content"], *closing_results(open_calls)]}

@@ -198,32 +198,22 @@ def result_type_for(call: Mapping[str, Any]) -> str:
     return _RESULT_TYPES.get(name, f"{name}_tool_result")
 
 
-def _trailing_assistant_run(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The consecutive assistant messages that end `messages` (one turn, as the API merges them)."""
-    run: list[Mapping[str, Any]] = []
-    for message in reversed(messages):
-        if message.get("role") != "assistant":
-            break
-        run.append(message)
-    return run[::-1]
-
-
 def _content(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     content = message.get("content")
     return [b for b in content if isinstance(b, Mapping)] if isinstance(content, list) else []
 
 
 def unanswered_calls(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Server calls of the turn that ends `messages` (its trailing assistant messages) that have
-    no result in that turn, in order: what a paused or cut-off turn left open."""
-    found = [b for m in _trailing_assistant_run(messages) for b in _content(m)]
+    """Server calls in `messages` that have no result anywhere in them, in order: what a paused
+    turn, a cut-off one, or a call left in flight while the client's tools ran left open."""
+    found = [b for m in messages if m.get("role") == "assistant" for b in _content(m)]
     answered = {b.get("tool_use_id") for b in found if is_server_result(b)}
     return [dict(b) for b in found if is_server_call(b) and b.get("id") not in answered]
 
 
 def answered_ids(messages: Sequence[Mapping[str, Any]]) -> set[str]:
-    """Ids of the server calls in the turn that ends `messages` (what a later result may answer)."""
-    found = [b for m in _trailing_assistant_run(messages) for b in _content(m)]
+    """Ids of the server calls in `messages` (what a later result may answer)."""
+    found = [b for m in messages if m.get("role") == "assistant" for b in _content(m)]
     return {str(b.get("id")) for b in found if is_server_call(b)}
 
 

@@ -172,3 +172,26 @@ def test_a_final_answer_keeps_the_result_of_a_call_its_paused_turn_opened(simula
     assert final == ["web_search_tool_result", "text"]
     assert agent.run("and now?", history=result.messages).text == "Still 4%."
     assert sim.rejected == []
+
+
+def test_a_call_left_in_flight_while_client_tools_ran_keeps_its_late_result(simulator: Simulator) -> None:
+    def policy(request: dict[str, Any]) -> Any:
+        last = request["messages"][-1]
+        if len(request["messages"]) == 1:  # the API defers its search while the client adds
+            search = {"type": "server_tool_use", "name": "web_search", "input": {"query": "rates"}}
+            return reply(search, {"type": "tool_use", "name": "add", "input": {"a": 2, "b": 2}})
+        if any(b["type"] == "tool_result" for b in last["content"]):
+            asked = request["messages"][-2]["content"]
+            search_id = next(b["id"] for b in asked if b["type"] == "server_tool_use")
+            found = {"type": "web_search_tool_result", "tool_use_id": search_id, "content": HITS}
+            return reply(found, "Rates are 4%, and 2 + 2 = 4.")
+        return "Still the same."
+
+    sim = simulator(policy)
+    agent = Agent(llm=sim.llm(), tools=[add, web_search()], artifacts_dir=None)
+    result = agent.run("rates, and 2 + 2?")
+    assert result.text == "Rates are 4%, and 2 + 2 = 4."
+    final = [b["type"] for b in result.messages[-1]["content"] if b["type"] != "thinking"]
+    assert final == ["web_search_tool_result", "text"]  # the late result stays with the final answer
+    assert agent.run("and now?", history=result.messages).text == "Still the same."
+    assert sim.rejected == []
