@@ -41,5 +41,16 @@ class ServerToolFees:
         fetches = server_tool_use.get("web_fetch_requests") or 0
         return (searches * self.web_search_per_1k + fetches * self.web_fetch_per_1k) / 1000
 
+    def most(self, request: Mapping[str, Any]) -> float:
+        """The most `request` can spend on fees: each declared web search or fetch used up to its
+        `max_uses`. One without `max_uses` has no bound to add (the budget sees it after the call)."""
+        per_use = {"web_search": self.web_search_per_1k, "web_fetch": self.web_fetch_per_1k}
+        dollars = 0.0
+        for declared in request.get("tools") or []:
+            uses = declared.get("max_uses") if isinstance(declared, Mapping) else None
+            if isinstance(uses, int) and declared.get("type") not in (None, "custom"):
+                dollars += uses * per_use.get(str(declared.get("name")), 0.0) / 1000
+        return dollars
+
 
 SERVER_TOOL_FEES = ServerToolFees()

@@ -327,3 +327,15 @@ def test_container_of_reads_the_id_until_it_expires() -> None:
     assert container_of(live, now) == "container_1"
     assert container_of(gone, now) is None
     assert container_of(SimpleNamespace(container=None), now) is None
+
+
+def test_the_dollar_budget_refuses_a_call_whose_searches_could_pass_it() -> None:
+    llm = ScriptedLLM([reply("done")])
+    capped = Agent(llm=llm, tools=[web_search(max_uses=50)], max_cost_usd=0.3, artifacts_dir=None)
+    with pytest.raises(CostBudgetExceeded, match="next call"):
+        capped.run("search")  # 50 searches could cost $0.50
+    assert llm.requests == []
+    assert (
+        Agent(llm=llm, tools=[web_search(max_uses=5)], max_cost_usd=0.3, artifacts_dir=None).run("go").text
+        == "done"
+    )
