@@ -17,11 +17,14 @@ from agent.errors import (
     TokenBudgetExceeded,
 )
 from agent.events import Event
+from agent.fees import SERVER_TOOL_FEES, ServerToolFees
 from agent.llm import LLM, AnthropicLLM, AsyncAnthropicLLM, AsyncLLM, StreamingLLM, TokenCounter
 from agent.loop import Agent
 from agent.memory import Memory
+from agent.memory_tool import memory_tool
 from agent.models import MODELS, ModelInfo, ModelTable
 from agent.registry import Tool, ToolCall, ToolOutcome, ToolRegistry, tool
+from agent.server_tools import ServerTool, code_execution, server_tool, web_fetch, web_search
 from agent.session import Session, SessionError, SessionWriteError, read_session
 from agent.state import RunResult, RunState
 from agent.usage import PRICES, Price, RunUsage, Usage
@@ -30,6 +33,7 @@ __all__ = [
     "LLM",
     "MODELS",
     "PRICES",
+    "SERVER_TOOL_FEES",
     "Agent",
     "AgentError",
     "AnthropicLLM",
@@ -48,6 +52,8 @@ __all__ = [
     "RunResult",
     "RunState",
     "RunUsage",
+    "ServerTool",
+    "ServerToolFees",
     "Session",
     "SessionError",
     "SessionWriteError",
@@ -61,9 +67,14 @@ __all__ = [
     "ToolOutcome",
     "ToolRegistry",
     "Usage",
+    "code_execution",
     "compress",
     "deny_by_default",
     "find_pointer",
+    "memory_tool",
     "read_session",
+    "server_tool",
     "tool",
+    "web_fetch",
+    "web_search",
 ]

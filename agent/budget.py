@@ -40,9 +40,10 @@ def check_budgets(config: AgentConfig, request: Mapping[str, Any], state: RunSta
     write = price.cache_write_1h if config.cache_ttl == "1h" else price.cache_write_5m
     worst = max(price.input, write) if config.cache else price.input
     so_far = sum(step.cost_usd or 0.0 for step in state.usage.steps)  # an unpriced step adds 0
-    if so_far + coming * worst / 1e6 > config.max_cost_usd:
+    next_call = coming * worst / 1e6 + config.models.fees.most(request)  # server tools' fees at most
+    if so_far + next_call > config.max_cost_usd:
         raise CostBudgetExceeded(
-            f"next call (~${coming * worst / 1e6:.4f}) would take the run past "
+            f"next call (~${next_call:.4f}) would take the run past "
             f"max_cost_usd={config.max_cost_usd} (${so_far:.4f} spent)",
             state.result(final_text(state.messages), "max_cost_usd"),
         )

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from agent.llm import LLM
     from agent.memory import Memory
     from agent.registry import Tool
+    from agent.server_tools import ServerTool
 
 __all__ = ["EFFORTS", "AgentConfig", "AgentOptions", "check_effort", "check_thinking"]
 
@@ -30,7 +31,7 @@ __all__ = ["EFFORTS", "AgentConfig", "AgentOptions", "check_effort", "check_thin
 class AgentOptions(TypedDict, total=False):
     model: str
     system: str
-    tools: Sequence[Tool | Callable[..., Any]]
+    tools: Sequence[Tool | ServerTool | Mapping[str, Any] | Callable[..., Any]]
     llm: LLM | None
     model_retries: int | None
     max_steps: int
@@ -74,7 +75,7 @@ class AgentConfig:
     """Model id sent with every request (and used to look up its price)."""
     system: str = ""
     """System prompt. Keep it free of timestamps: a changing system prompt kills the cache."""
-    tools: Sequence[Tool | Callable[..., Any]] = ()
+    tools: Sequence[Tool | ServerTool | Mapping[str, Any] | Callable[..., Any]] = ()
     """Tools (or plain typed functions) the model may call."""
     llm: LLM | None = None
     """The model seam; None builds `AnthropicLLM()` from the environment."""

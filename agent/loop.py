@@ -62,6 +62,7 @@ from agent.messages import (
 )
 from agent.registry import ToolCall, ToolOutcome, ToolRegistry
 from agent.replay import pending_turn
+from agent.server_tools import container_of
 from agent.session import Session
 from agent.state import RunResult, RunState
 from agent.steps import ask, blocking, recorded, run_sync, settle
@@ -179,6 +180,7 @@ class Agent(AgentConfig):
             response = await settle(self.call_model(request, state))
             if cut_off_early(response):
                 response = await settle(self.retry_with_room(request, response, state))
+            state.container = container_of(response) or state.container
             emit(self.on_event, Event("step_end", state.step, response.stop_reason or ""))
 
             calls = tool_calls(response)
@@ -191,7 +193,7 @@ class Agent(AgentConfig):
                 self.append(state, assistant_message(response))  # sent back as-is to continue
             else:  # a final answer, or a turn cut off (max_tokens, refusal): no tool call runs now,
                 # and none is kept unanswered, so `result.messages` stays valid to continue from
-                self.append(state, assistant_message(response, drop_tool_uses=True))
+                self.append(state, assistant_message(response, drop_tool_uses=True, after=state.messages))
                 stop = response.stop_reason or "end_turn"
                 return state.result(text_of(response), stop, stop_detail(stop))
 
@@ -223,8 +225,11 @@ class Agent(AgentConfig):
             request["thinking"] = thinking
         if effort is not None:
             request["output_config"] = {"effort": effort}
+        betas = [*betas, *(b for b in self.registry.betas() if b not in betas)]
         if betas:
             request["betas"] = betas  # sent as the anthropic-beta header, not in the body
+        if state.container is not None:
+            request["container"] = state.container  # code execution goes on in the same sandbox
         return mark_breakpoints(request, self.cache_ttl) if self.cache else request
 
     def check_budgets(self, request: dict[str, Any], state: RunState) -> None:

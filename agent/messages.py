@@ -16,6 +16,13 @@ from typing import Any
 from anthropic.types import Message
 
 from agent.registry import ToolCall
+from agent.server_tools import (
+    SERVER_CALLS,
+    answered_ids,
+    closing_results,
+    is_server_result,
+    unanswered_calls,
+)
 
 __all__ = [
     "as_object",
@@ -50,7 +57,9 @@ def blocks(message: Msg) -> list[dict[str, Any]]:
     return list(content)
 
 
-def assistant_message(response: Message, *, drop_tool_uses: bool = False) -> Msg | None:
+def assistant_message(
+    response: Message, *, drop_tool_uses: bool = False, after: Sequence[Msg] = ()
+) -> Msg | None:
     """The response as an assistant turn to send back; None when nothing is left.
 
     What the model sent is kept as it came (thinking blocks are bound to it), except
@@ -61,7 +70,12 @@ def assistant_message(response: Message, *, drop_tool_uses: bool = False) -> Msg
     `drop_tool_uses` is for a turn that ends the run or was cut off (`max_tokens`,
     `refusal`): its tool calls must not run, and a `tool_use` left without a result
     would make the history invalid for any later request. A server tool's call and
-    its result are one pair: both stay, or (one of them cut off) both go.
+    its result are one pair: both stay, or (one of them cut off) both go. `after` is
+    the history this turn follows: when it ends in paused assistant messages (a
+    `pause_turn` continued) or in a call left in flight while the client's tools ran, a
+    result here may answer a call made there, and a call made there that never got its
+    result is answered with the API's "unavailable" error
+    (`agent.server_tools.closing_results`), so nothing is left half-paired.
     """
     content = []
     ids = _unique_ids(response)
@@ -76,7 +90,9 @@ def assistant_message(response: Message, *, drop_tool_uses: bool = False) -> Msg
             dumped["input"] = as_object(dumped.get("input"))
         content.append(dumped)
     if drop_tool_uses:
-        content = _whole_server_pairs(content)
+        content = _whole_server_pairs(content, answered_ids(after))
+        answered = {b.get("tool_use_id") for b in content if is_server_result(b)}
+        content += closing_results(c for c in unanswered_calls(after) if c.get("id") not in answered)
     return {"role": "assistant", "content": content} if content else None
 
 
@@ -94,24 +110,17 @@ def _unique_ids(response: Message) -> dict[int, str]:
     return ids
 
 
-def _whole_server_pairs(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """`content` without server-tool calls whose result is missing, nor results whose call is."""
-    calls = {b.get("id") for b in content if b.get("type") in SERVER_CALLS}
-    answered = {b.get("tool_use_id") for b in content if _is_server_result(b)}
+def _whole_server_pairs(content: list[dict[str, Any]], earlier: set[str]) -> list[dict[str, Any]]:
+    """`content` without server-tool calls whose result is missing, nor results whose call is
+    (neither here nor among the `earlier` calls of the same turn)."""
+    calls = {b.get("id") for b in content if b.get("type") in SERVER_CALLS} | earlier
+    answered = {b.get("tool_use_id") for b in content if is_server_result(b)}
     return [
         b
         for b in content
         if not (b.get("type") in SERVER_CALLS and b.get("id") not in answered)
-        and not (_is_server_result(b) and b.get("tool_use_id") not in calls)
+        and not (is_server_result(b) and b.get("tool_use_id") not in calls)
     ]
-
-
-SERVER_CALLS = frozenset({"server_tool_use", "mcp_tool_use"})
-
-
-def _is_server_result(block: Mapping[str, Any]) -> bool:
-    kind = str(block.get("type", ""))
-    return kind.endswith("_tool_result") and kind != "tool_result"
 
 
 def as_object(value: Any) -> dict[str, Any]:
@@ -173,6 +182,10 @@ def opening_messages(history: Sequence[Msg], prompt: str, *, tools_declared: boo
             "in a request that declares none; give the agent the tools this conversation used"
         )
     opening = user_message(prompt)
+    open_calls = unanswered_calls(earlier) if earlier and earlier[-1]["role"] == "assistant" else []
+    if open_calls:  # a paused turn handed over: its server calls can no longer be continued
+        last_turn = earlier[-1]
+        earlier[-1] = {**last_turn, "content": [*last_turn["content"], *closing_results(open_calls)]}
     last = earlier[-1] if earlier else None
     if last is not None and last["role"] == "assistant":
         pending = [b["id"] for b in last["content"] if b.get("type") == "tool_use"]

@@ -26,6 +26,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
 
+from agent.fees import SERVER_TOOL_FEES, ServerToolFees
+
 __all__ = [
     "EFFORTS",
     "MODELS",
@@ -189,6 +191,8 @@ class ModelTable(Mapping[str, ModelInfo]):
     """Model facts by family id; `lookup` also takes dated ids. Immutable: `register` copies."""
 
     models: Mapping[str, ModelInfo]
+    fees: ServerToolFees = SERVER_TOOL_FEES
+    """Per-use fees of the API's server tools (web search), priced into each call's cost."""
     _warned: set[str] = field(default_factory=set, compare=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
 
@@ -212,7 +216,11 @@ class ModelTable(Mapping[str, ModelInfo]):
 
     def register(self, *infos: ModelInfo) -> ModelTable:
         """A new table with `infos` added (or replacing entries of the same id)."""
-        return ModelTable({**self.models, **{info.id: info for info in infos}})
+        return ModelTable({**self.models, **{info.id: info for info in infos}}, self.fees)
+
+    def with_fees(self, fees: ServerToolFees) -> ModelTable:
+        """A new table whose server-tool fees are `fees` (a negotiated price, say)."""
+        return ModelTable(dict(self.models), fees)
 
     def with_price(self, model: str, price: Price) -> ModelTable:
         """A new table where `model` costs `price` (a table entry is created if unknown)."""

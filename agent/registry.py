@@ -42,6 +42,7 @@ from agent.calls import (
 )
 from agent.render import describe_error, renderable, safe_text
 from agent.schema import check_sendable, input_model_for, json_schema, parse_docstring
+from agent.server_tools import ServerTool, server_tool
 from agent.signature import call_arguments, caller_locals, describe_callable
 
 __all__ = ["MAX_OUTPUT_CHARS", "Tool", "ToolCall", "ToolOutcome", "ToolRegistry", "bound_output"]
@@ -195,20 +196,39 @@ class ToolRegistry:
 
     def __init__(
         self,
-        tools: Iterable[Tool | Callable[..., Any]] = (),
+        tools: Iterable[Tool | ServerTool | Mapping[str, Any] | Callable[..., Any]] = (),
         default_timeout: float | None = 60.0,
         max_output_chars: int = MAX_OUTPUT_CHARS,
     ):
         self.default_timeout = default_timeout
         self.max_output_chars = max_output_chars
         self._tools: dict[str, Tool] = {}
+        self._server: dict[str, ServerTool] = {}
+        """Tools the API runs (`agent.server_tools`): declared, never run here."""
         for item in tools:
-            self.add(item if isinstance(item, Tool) else tool(item))
+            if isinstance(item, (ServerTool, Mapping)):
+                self.add_server(server_tool(item))
+            else:
+                self.add(item if isinstance(item, Tool) else tool(item))
 
     def add(self, tool_: Tool) -> None:
-        if tool_.name in self._tools:
+        if tool_.name in self._tools or tool_.name in self._server:
             raise ValueError(f"duplicate tool name: {tool_.name}")
         self._tools[tool_.name] = tool_
+
+    def add_server(self, tool_: ServerTool) -> None:
+        """Declare a tool the API runs (its definition is sent as given)."""
+        if tool_.name in self._tools or tool_.name in self._server:
+            raise ValueError(f"duplicate tool name: {tool_.name}")
+        self._server[tool_.name] = tool_
+
+    @property
+    def server_tools(self) -> list[ServerTool]:
+        return [self._server[name] for name in sorted(self._server)]
+
+    def betas(self) -> list[str]:
+        """The beta headers the declared server tools need, each once, in a stable order."""
+        return sorted({beta for t in self._server.values() for beta in t.betas})
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name) if isinstance(name, str) else None
@@ -220,18 +240,23 @@ class ToolRegistry:
         return iter(sorted(self._tools.values(), key=lambda t: t.name))
 
     def __len__(self) -> int:
-        return len(self._tools)
+        """Every declared tool: the functions run here and the tools the API runs."""
+        return len(self._tools) + len(self._server)
 
     def declarations(self) -> list[dict[str, Any]]:
-        """Tool declarations sorted by name: the cache-friendly, byte-stable order.
+        """Tool declarations sorted by name (server tools among them): the cache-friendly,
+        byte-stable order.
 
         Computed once, then again only when the tools change (one added, or replaced): a new
         list every call, holding the same declaration dicts, which callers must not edit in
         place (`mark_breakpoints` copies the one it marks)."""
-        tools = tuple(self._tools.values())
-        cached: tuple[tuple[Tool, ...], list[dict[str, Any]]] | None = getattr(self, "_declared", None)
+        tools: tuple[Tool | ServerTool, ...] = (*self._tools.values(), *self._server.values())
+        cached: tuple[tuple[Tool | ServerTool, ...], list[dict[str, Any]]] | None = getattr(
+            self, "_declared", None
+        )
         if cached is None or len(cached[0]) != len(tools) or any(map(operator.is_not, cached[0], tools)):
-            cached = (tools, [t.declaration() for t in self])
+            ordered = sorted(tools, key=lambda t: t.name)
+            cached = (tools, [t.declaration() for t in ordered])
             self._declared = cached
         return list(cached[1])
 

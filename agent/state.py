@@ -57,6 +57,8 @@ class RunState:
     the history's first message is an older request)."""
     artifacts: ArtifactStore | None = None
     """Full tool results of this run (created on first use; see `agent.context.diet.store_for`)."""
+    container: str | None = None
+    """The code-execution container the last response ran in, sent back on the next request."""
 
     def result(self, text: str, stop_reason: str, detail: str | None = None) -> RunResult:
         return RunResult(text, stop_reason, self.usage, list(self.messages), detail)

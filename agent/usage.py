@@ -73,6 +73,11 @@ class Usage:
     thinking_dropped: int = 0
     """Thinking blocks the API dropped from this request (`input_transformations`, under
     `prefix_mismatch_behavior="drop_block"`): reasoning that no longer reached the model."""
+    web_searches: int = 0
+    """Searches the API ran for this call (`usage.server_tool_use`), each billed a fee."""
+    web_fetches: int = 0
+    server_tool_fees_usd: float = 0.0
+    """The per-use fees in `cost_usd` (`agent.fees`): what the server tools cost beyond tokens."""
 
     @property
     def prompt(self) -> int:
@@ -98,7 +103,9 @@ class Usage:
         read = u.cache_read_input_tokens or 0
         price = models.price(model) if model else None
         price = price or models.price(message.model)
-        cost = cost_of(u.model_dump(), price) if price is not None else None
+        server = u.server_tool_use.model_dump() if u.server_tool_use is not None else {}
+        fees = models.fees.cost(server)
+        cost = cost_of(u.model_dump(), price) + fees if price is not None else None
         tools = tuple(b.name for b in message.content if b.type == "tool_use")
         changes = getattr(message, "input_transformations", None) or []
         dropped = sum(1 for c in changes if isinstance(c, dict) and c.get("type") == "thinking_dropped")
@@ -116,6 +123,9 @@ class Usage:
             tools,
             write_1h,
             thinking_dropped=dropped,
+            web_searches=server.get("web_search_requests") or 0,
+            web_fetches=server.get("web_fetch_requests") or 0,
+            server_tool_fees_usd=fees,
         )
 
     def line(self, hit_ratio: float | None = None) -> str:
@@ -129,6 +139,9 @@ class Usage:
             text += f" hit={hit_ratio:.0%}"
         if self.tools:
             text += " tools=" + ",".join(self.tools)
+        if self.web_searches or self.web_fetches:
+            text += f" searches={self.web_searches} fetches={self.web_fetches}"
+            text += f" (fees ${self.server_tool_fees_usd:.4f})"
         if self.thinking_dropped:
             text += f" thinking_dropped={self.thinking_dropped}"
         if self.purpose != "step":

@@ -38,6 +38,7 @@ from agent.context.prune import PointerFor, Protected, call_signature, prune
 from agent.errors import BudgetExceeded
 from agent.memory import MEMORY_NOTE_PREFIX
 from agent.messages import Msg, blocks, content_text, tool_names_by_id
+from agent.server_tools import is_server_call, is_server_result
 
 __all__ = [
     "SUMMARY_PROMPT",
@@ -109,12 +110,18 @@ def choose_boundary(messages: Sequence[Msg], tail_budget: int, size: Callable[[M
 
     Safe cuts are assistant messages right after a user message (index >= 2, so the
     head holds more than the request). The earliest safe cut whose tail fits
-    `tail_budget` wins; when none fits, the latest safe cut (the smallest tail).
+    `tail_budget` wins; when none fits, the latest safe cut (the smallest tail). A cut
+    between a server tool's call and its result (a call left in flight while the client's
+    tools ran, answered in the next turn) is not safe: the tail would hold a result
+    without its call.
     """
+    split = _server_pair_spans(messages)
     cuts = [
         b
         for b in range(2, len(messages))
-        if messages[b].get("role") == "assistant" and messages[b - 1].get("role") == "user"
+        if messages[b].get("role") == "assistant"
+        and messages[b - 1].get("role") == "user"
+        and not any(start < b <= end for start, end in split)
     ]
     if not cuts:
         return None
@@ -123,6 +130,19 @@ def choose_boundary(messages: Sequence[Msg], tail_budget: int, size: Callable[[M
         if sum(sizes[cut:]) <= tail_budget:
             return cut
     return cuts[-1]
+
+
+def _server_pair_spans(messages: Sequence[Msg]) -> list[tuple[int, int]]:
+    """(message of a server call, message of its result) for pairs in different messages."""
+    called: dict[Any, int] = {}
+    spans = []
+    for index, message in enumerate(messages):
+        for block in blocks(message) if message.get("role") == "assistant" else []:
+            if is_server_call(block):
+                called[block.get("id")] = index
+            elif is_server_result(block) and called.get(block.get("tool_use_id"), index) < index:
+                spans.append((called[block.get("tool_use_id")], index))
+    return spans
 
 
 # -- what the summary must keep --------------------------------------------------------
@@ -202,9 +222,12 @@ def transcript(head: Sequence[Msg]) -> str:
             kind = block.get("type")
             if kind == "text":
                 lines.append(f"{role}: {block.get('text', '')}")
-            elif kind == "tool_use":
+            elif kind == "tool_use" or is_server_call(block):
                 rendered = json.dumps(block.get("input", {}), ensure_ascii=False, default=str)
                 lines.append(f"CALL {block.get('name')} {_cut(rendered, TRANSCRIPT_INPUT_CHARS)}")
+            elif is_server_result(block):  # the API's own result (search hits, code output), as JSON
+                rendered = json.dumps(block.get("content"), ensure_ascii=False, default=str)
+                lines.append(f"SERVER RESULT {block.get('type')}: {_cut(rendered, TRANSCRIPT_RESULT_CHARS)}")
             elif kind == "tool_result":
                 name, arguments = names.get(block.get("tool_use_id", ""), ("unknown_tool", {}))
                 status = "ERROR from" if block.get("is_error") else "RESULT of"

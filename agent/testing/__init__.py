@@ -2,7 +2,7 @@
 Messages API simulator (`agent.testing.simulator`, with its prompt-cache model in
 `cache_model`), scripted policies for it (`policies`) and cassette helpers (`cassettes`)."""
 
-from agent.testing.scripted import ScriptedLLM, reply, text, tool_use
+from agent.testing.scripted import ScriptedLLM, reply, server_call, text, tool_use
 from agent.testing.simulator import MessagesSimulator
 from agent.testing.validate import validate_count_tokens, validate_request
 
@@ -10,6 +10,7 @@ __all__ = [
     "MessagesSimulator",
     "ScriptedLLM",
     "reply",
+    "server_call",
     "text",
     "tool_use",
     "validate_count_tokens",

@@ -66,6 +66,8 @@ def normalize(answer: Any) -> tuple[list[dict[str, Any]], str]:
             )
         elif block.get("type") in ("thinking", "redacted_thinking") and _scripted_thinking(block):
             content.append(block)
+        elif _scripted_server_block(block):
+            content.append(dict(block))
         else:
             raise ValueError(f"policy returned a block the API never sends: {block!r}")
     visible = [b for b in content if b["type"] not in ("thinking", "redacted_thinking")]
@@ -74,6 +76,21 @@ def normalize(answer: Any) -> tuple[list[dict[str, Any]], str]:
     if stop_reason is None:
         stop_reason = "tool_use" if any(b["type"] == "tool_use" for b in content) else "end_turn"
     return content, str(stop_reason)
+
+
+def _scripted_server_block(block: Mapping[str, Any]) -> bool:
+    """A server tool's call (`{"type": "server_tool_use", "name": ..., "input": {...}}`, id
+    optional: the simulator names it) or its result (`{"type": "web_search_tool_result",
+    "content": ...}`, `tool_use_id` optional: it answers the latest call still open)."""
+    kind = block.get("type")
+    if kind == "server_tool_use":
+        return isinstance(block.get("name"), str) and isinstance(block.get("input", {}), Mapping)
+    return (
+        isinstance(kind, str)
+        and kind.endswith("_tool_result")
+        and kind != "tool_result"
+        and "content" in block
+    )
 
 
 def _scripted_thinking(block: Mapping[str, Any]) -> bool:

@@ -15,8 +15,9 @@ from typing import Any, TypeAlias
 from anthropic.types import Message
 
 from agent.context.tokens import estimate_tokens
+from agent.testing.server_turns import name_calls
 
-__all__ = ["ScriptedLLM", "reply", "text", "tool_use"]
+__all__ = ["ScriptedLLM", "reply", "server_call", "text", "tool_use"]
 
 Scripted: TypeAlias = Message | Mapping[str, Any] | Callable[[Mapping[str, Any]], Any]
 
@@ -29,6 +30,24 @@ def tool_use(name: str, input: Mapping[str, Any] | None = None, id: str | None =
     """A tool call; without `id`, the model that sends it names it (as the API does)."""
     block: dict[str, Any] = {"type": "tool_use", "name": name, "input": dict(input or {})}
     return {**block, "id": id} if id is not None else block
+
+
+def server_call(
+    name: str,
+    input: Mapping[str, Any],
+    content: Any,
+    *,
+    result_type: str | None = None,
+    id: str | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A server tool's call and its result, as the API puts them side by side in one turn:
+    `reply("Searching.", *server_call("web_search", {"query": q}, [result...]), "Found it.")`.
+    Without `id`, the model that sends it names it (and links the result to it)."""
+    call: dict[str, Any] = {"type": "server_tool_use", "name": name, "input": dict(input)}
+    result: dict[str, Any] = {"type": result_type or f"{name}_tool_result", "content": content}
+    if id is not None:
+        call["id"], result["tool_use_id"] = id, id
+    return call, result
 
 
 def reply(*content: dict[str, Any] | str, stop_reason: str | None = None, **usage: int) -> dict[str, Any]:
@@ -58,9 +77,10 @@ class ScriptedLLM:
             return entry
         body = dict(entry)
         body["content"] = [
-            {"id": f"toolu_{len(self.requests):04d}_{i}", **b} if b["type"] == "tool_use" else b
+            {"id": f"toolu_{len(self.requests):04d}_{i}", **b} if b["type"] == "tool_use" else dict(b)
             for i, b in enumerate(body["content"])
         ]
+        name_calls(body["content"], f"{len(self.requests):04d}")
         usage = {
             "input_tokens": estimate_tokens(request),
             "output_tokens": estimate_tokens(body["content"]),
@@ -76,5 +96,6 @@ class ScriptedLLM:
                 "stop_reason": body.get("stop_reason", "end_turn"),
                 "stop_sequence": None,
                 "usage": usage,
+                **({"container": body["container"]} if "container" in body else {}),
             }
         )

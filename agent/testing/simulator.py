@@ -27,6 +27,11 @@ given. Like the API, the simulator names tool calls itself: ids are
 `toolu_sim_<response>_<index>`, deterministic for a given sequence of requests.
 A policy that raises gets a 500 `api_error`, and the traceback lands in `.errors`.
 
+Server tools (`agent.testing.server_turns`): a policy may answer with a server tool's
+call and result (`scripted.server_call`), with `stop_reason="pause_turn"` too; the
+simulator names the ids, refuses calls to tools the request does not declare, counts
+`usage.server_tool_use`, and runs code in a container it sends back (`.containers`).
+
 Thinking follows today's models (`agent.testing.output`, `agent.testing.thinking`):
 a model that `thinks_by_default` (or `thinking` adaptive/enabled) starts its answer
 with a signed thinking block of `thinking(body)` tokens (`thinking=` option; 16 by
@@ -83,6 +88,7 @@ from agent.testing.answers import Reply, error_body, json_reply, normalize
 from agent.testing.cache_model import MIN_CACHEABLE_TOKENS, PromptCache, base_model, render
 from agent.testing.output import compose, sign
 from agent.testing.server import SERVER_NAME, LoopbackServer
+from agent.testing.server_turns import Containers, check_declared, name_calls, server_usage
 from agent.testing.signatures import DEFAULT_SECRET, Signer
 from agent.testing.thinking import Checked, check_history, mode_of
 from agent.testing.validate import validate_count_tokens, validate_request
@@ -147,6 +153,8 @@ class MessagesSimulator:
         self._address = (host, port)
         self._server: LoopbackServer | None = None
         self._responses = 0
+        self.containers = Containers()
+        """Code-execution containers made by scripted server-tool turns (`server_turns`)."""
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -277,6 +285,8 @@ class MessagesSimulator:
             calls = [b for b in content if b["type"] == "tool_use"]
             for index, block in enumerate(calls):
                 block["id"] = f"toolu_sim_{number}_{index}"  # named before the cut: the id costs tokens
+            name_calls(content, number)
+            check_declared(content, body)
             think = functools.cache(lambda: int(self.thinking(copy.deepcopy(prompt))))
             output = compose(content, stop_reason, checked.mode, think, int(body["max_tokens"]))
         except Exception:
@@ -290,6 +300,10 @@ class MessagesSimulator:
         if output.thinking_tokens is not None:
             usage["output_tokens_details"] = {"thinking_tokens": output.thinking_tokens}
         usage["service_tier"] = "standard"
+        kept = [piece.block for piece in output.pieces]
+        server = server_usage(kept, body)
+        if server is not None:
+            usage["server_tool_use"] = server
         self.usages.append(usage)
         message: dict[str, Any] = {
             "id": f"msg_sim_{number}",
@@ -302,6 +316,9 @@ class MessagesSimulator:
             "stop_details": None,
             "usage": usage,
         }
+        container = self.containers.for_reply(body, kept, number)
+        if container is not None:
+            message["container"] = container
         transformations = checked.transformations()
         if transformations is not None:
             message["input_transformations"] = transformations

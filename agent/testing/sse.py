@@ -12,8 +12,9 @@ and `events` turns it into the API's sequence:
         thinking:          thinking_delta chunks (none when the text is omitted), one signature_delta
         redacted_thinking: the whole block in content_block_start, no deltas
         text:              text_delta chunks
-        tool_use:          input_json_delta chunks of the input's JSON
-    message_delta (stop_reason, stop_sequence, final cumulative usage)
+        tool_use, server_tool_use: input_json_delta chunks of the input's JSON
+        a server tool's result: the whole block in content_block_start, no deltas
+    message_delta (stop_reason, stop_sequence, the container code ran in, final cumulative usage)
     message_stop
 
 `input_transformations`, when present, is final in `message_start`, as the API sends it.
@@ -30,7 +31,13 @@ __all__ = ["CONTENT_TYPE", "encode", "events", "stream_body"]
 CONTENT_TYPE = "text/event-stream; charset=utf-8"
 CHUNKS = 3
 """Deltas per text, thinking text or tool input (fewer when it is short)."""
-_DELTA_USAGE = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
+_DELTA_USAGE = (
+    "input_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+    "output_tokens",
+    "server_tool_use",
+)
 
 
 def _chunks(text: str, parts: int = CHUNKS) -> Iterator[str]:
@@ -49,7 +56,7 @@ def _block_events(index: int, block: Mapping[str, Any]) -> Iterator[dict[str, An
     elif kind == "text":
         start = {"type": "text", "text": ""}
         deltas = [{"type": "text_delta", "text": c} for c in _chunks(block["text"])]
-    elif kind == "tool_use":
+    elif kind in ("tool_use", "server_tool_use"):
         start = {**block, "input": {}}
         raw = json.dumps(block["input"], ensure_ascii=False) if block["input"] else ""
         deltas = [{"type": "input_json_delta", "partial_json": c} for c in _chunks(raw)]
@@ -68,6 +75,7 @@ def events(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     opening["output_tokens"] = min(1, usage["output_tokens"])
     start = {**message, "content": [], "stop_reason": None, "stop_sequence": None, "usage": opening}
     start.pop("stop_details", None)
+    start.pop("container", None)
     final = {k: usage[k] for k in _DELTA_USAGE if k in usage}
     if "output_tokens_details" in usage:
         final["output_tokens_details"] = usage["output_tokens_details"]
@@ -81,6 +89,7 @@ def events(message: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "stop_reason": message["stop_reason"],
                 "stop_sequence": message.get("stop_sequence"),
                 "stop_details": message.get("stop_details"),
+                **({"container": message["container"]} if message.get("container") else {}),
             },
             "usage": final,
         }

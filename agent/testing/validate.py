@@ -41,6 +41,7 @@ from anthropic.types import JSONOutputFormatParam
 
 from agent.context.cache import count_breakpoints
 from agent.models import MODELS, THINKING_TYPES, ModelTable
+from agent.server_tools import is_server_call, is_server_result, result_type_for
 from agent.testing.wire_shapes import check_shape
 
 __all__ = [
@@ -254,6 +255,7 @@ def _check_messages(messages: Any) -> list[str]:
         errors.append(
             "messages.0.role: a system message cannot be the first message; use the top-level `system`"
         )
+    errors += _check_server_pairs(turns)
     for t, (role, content, where) in enumerate(turns):
         if role == "assistant":
             errors += _check_assistant_turn(content, where, turns[t + 1] if t + 1 < len(turns) else None)
@@ -284,6 +286,50 @@ def _check_assistant_turn(content: list[Any], where: str, following: Turn | None
             f"{use_id}. Each `tool_use` block must have a corresponding `tool_result` block "
             "in the next message."
         )
+    return errors
+
+
+def _check_server_pairs(turns: list[Turn]) -> list[str]:
+    """Server tool calls and their results, across the merged turns.
+
+    Refused, as the API refuses them: a result whose call is nowhere before it, and a call
+    that never gets its result while the conversation goes on past it. A call still
+    waiting is accepted in the request's last turn (a paused turn sent back to be
+    continued), and in the last assistant turn when only the user's `tool_result`s follow
+    (the API ran the client's calls first and resumes the server's: live traffic shows
+    both answered 200). A pair split over turns is not refused: no evidence says the API does.
+    """
+    errors: list[str] = []
+    calls_before: set[Any] = set()
+    results = {
+        b.get("tool_use_id")
+        for _, content, _ in turns
+        for b in content
+        if isinstance(b, Mapping) and is_server_result(b)
+    }
+    for t, (role, content, where) in enumerate(turns):
+        if role != "assistant":
+            continue
+        found = [b for b in content if isinstance(b, Mapping)]
+        following = turns[t + 1 :]
+        in_flight_ok = not following or (
+            len(following) == 1
+            and following[0][0] == "user"
+            and any(isinstance(b, Mapping) and b.get("type") == "tool_result" for b in following[0][1])
+        )
+        for block in found:
+            if is_server_call(block):
+                calls_before.add(block.get("id"))
+                if block.get("id") not in results and not in_flight_ok:
+                    errors.append(
+                        f"{where}: `{block.get('name')}` tool use with id `{block.get('id')}` was found "
+                        f"without a corresponding `{result_type_for(block)}` block"
+                    )
+            elif is_server_result(block) and block.get("tool_use_id") not in calls_before:
+                errors.append(
+                    f"{where}: `{block.get('type')}` block with tool_use_id `{block.get('tool_use_id')}` "
+                    "was found without a corresponding server tool use block before it"
+                )
     return errors
 
 
