@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -97,7 +98,9 @@ def test_bad_input_is_refused_before_it_is_sent_with_each_field_named() -> None:
         registry = ToolRegistry(tools)
         failed, message = run(registry, "add", a="x")
     assert failed
-    assert message == "invalid input for add: (input): 'b' is a required property; a: 'x' is not of type 'integer'"
+    assert message == (
+        "invalid input for add: (input): 'b' is a required property; a: 'x' is not of type 'integer'"
+    )
 
 
 def test_a_tool_error_becomes_an_error_result_with_the_servers_message() -> None:
@@ -162,13 +165,13 @@ def test_async_with_serves_awaited_calls_and_stops_the_server() -> None:
 
 
 def test_a_server_that_cannot_start_is_a_clear_error_and_leaves_nothing_running() -> None:
-    threads = {t.name for t in __import__("threading").enumerate()}
+    threads = {t.name for t in threading.enumerate()}
     with pytest.raises(McpUnavailable, match="could not start MCP server no-such-mcp-command"):
         mcp_tools(StdioServer("no-such-mcp-command")).open()
     with pytest.raises(McpUnavailable, match="MCP server"):
         mcp_tools(StdioServer(sys.executable, ["-c", "pass"]), startup_timeout=10).open()
     time.sleep(0.2)
-    assert not [t for t in __import__("threading").enumerate() if t.name.startswith("mcp-") and t.name not in threads]
+    assert not [t for t in threading.enumerate() if t.name.startswith("mcp-") and t.name not in threads]
 
 
 def test_two_servers_with_a_prefix_each() -> None:

@@ -84,7 +84,9 @@ class McpTools(Sequence[McpTool]):
     def __enter__(self) -> McpTools:
         return self.open()
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
     async def __aenter__(self) -> McpTools:

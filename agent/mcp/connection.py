@@ -61,7 +61,8 @@ class Connection:
             ) from None
         except Exception as error:
             self.close()
-            raise McpUnavailable(f"could not start MCP server {self.server.label}: {_reason(error)}") from error
+            reason = _reason(error)
+            raise McpUnavailable(f"could not start MCP server {self.server.label}: {reason}") from error
 
     def close(self, timeout: float = 10.0) -> None:
         """End the session and wait (bounded) for the server to be stopped."""
@@ -75,7 +76,8 @@ class Connection:
         """Await `coroutine` on the session's loop, from any loop; cancelling this cancels it there."""
         if self.gone is not None or not self._thread.is_alive():
             coroutine.close()
-            raise McpUnavailable(f"MCP server {self.server.label} is not connected ({self.gone or 'stopped'})")
+            why = self.gone or "stopped"
+            raise McpUnavailable(f"MCP server {self.server.label} is not connected ({why})")
         try:
             future = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
         except RuntimeError:  # the loop closed between the check and now

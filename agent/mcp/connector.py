@@ -36,7 +36,7 @@ class RemoteMcp:
         if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
             raise ValueError(f"RemoteMcp name {self.name!r} must match {_NAME.pattern}")
         if not isinstance(self.url, str) or not self.url.startswith("https://"):
-            raise ValueError(f"RemoteMcp url must start with https:// (the API connects to it), not {self.url!r}")
+            raise ValueError(f"RemoteMcp url must start with https:// (the API reaches it), not {self.url!r}")
         allowed = self.allowed_tools
         if allowed is not None and (isinstance(allowed, str) or not all(isinstance(t, str) for t in allowed)):
             raise TypeError(f"RemoteMcp allowed_tools must be a list of tool names, e.g. [{allowed!r}]")

@@ -50,7 +50,8 @@ class McpTool(Tool):
     """The tool's own name on its server (the API's name pattern may have changed it)."""
 
     def declaration(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description, "input_schema": copy.deepcopy(self.schema)}
+        schema = copy.deepcopy(self.schema)
+        return {"name": self.name, "description": self.description, "input_schema": schema}
 
 
 class _Arguments(BaseModel):
@@ -74,7 +75,8 @@ def _input_model(name: str, schema: Mapping[str, Any]) -> type[_Arguments]:
                     for e in sorted(check.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
                 ]
                 if problems:
-                    raise PydanticCustomError("mcp_schema", "{problems}", {"problems": "; ".join(problems[:5])})
+                    shown = {"problems": "; ".join(problems[:5])}
+                    raise PydanticCustomError("mcp_schema", "{problems}", shown)
             return {"arguments": data}
 
     Arguments.__name__ = Arguments.__qualname__ = f"{name}_input"
@@ -85,8 +87,8 @@ def _validator(schema: Mapping[str, Any]) -> Any:
     """A JSON Schema validator for the server's schema, or None if the schema itself is not
     valid (then the server alone judges the input, as it would anyway)."""
     try:
-        from jsonschema import Draft202012Validator
-        from jsonschema.validators import validator_for
+        from jsonschema import Draft202012Validator  # type: ignore[import-untyped,unused-ignore]
+        from jsonschema.validators import validator_for  # type: ignore[import-untyped,unused-ignore]
 
         kind = validator_for(schema, default=Draft202012Validator)
         kind.check_schema(schema)
@@ -119,8 +121,9 @@ def make_tools(connection: Connection, timeout: float | None, taken: set[str]) -
     for listed in connection.tools:
         name = _api_name(connection.server.prefix, listed.name, taken)
         schema = _schema(listed.input_schema)
+        title = getattr(listed, "title", None) or listed.name
         description = (listed.description or "").strip() or (
-            f"{getattr(listed, 'title', None) or listed.name} (a tool of MCP server {connection.server.label})"
+            f"{title} (a tool of MCP server {connection.server.label})"
         )
         tool_ = McpTool(
             name=name,
@@ -157,10 +160,12 @@ class _Caller:
             if getattr(error, "code", None) == CONNECTION_CLOSED:
                 reason = "closed the connection (the server may have exited)"
                 raise McpToolError(f"MCP server {label} {reason} during the call to {self.name}") from None
-            raise McpToolError(f"MCP server {label} failed the call to {self.name}: {_described(error)}") from None
+            failed = f"MCP server {label} failed the call to {self.name}"
+            raise McpToolError(f"{failed}: {_described(error)}") from None
         value = result_value(result)
         if result.is_error:
-            raise McpToolError(value if isinstance(value, str) and value else f"{self.name} failed (no message)")
+            said = value if isinstance(value, str) and value else f"{self.name} failed (no message)"
+            raise McpToolError(said)
         return value
 
 

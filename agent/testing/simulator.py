@@ -81,6 +81,7 @@ from agent.models import EFFORTS, MODELS, THINKING_TYPES
 from agent.testing import sse
 from agent.testing.answers import Reply, error_body, json_reply, normalize
 from agent.testing.cache_model import MIN_CACHEABLE_TOKENS, PromptCache, base_model, render
+from agent.testing.mcp_blocks import name_mcp_blocks
 from agent.testing.output import compose, sign
 from agent.testing.server import SERVER_NAME, LoopbackServer
 from agent.testing.signatures import DEFAULT_SECRET, Signer
@@ -277,6 +278,7 @@ class MessagesSimulator:
             calls = [b for b in content if b["type"] == "tool_use"]
             for index, block in enumerate(calls):
                 block["id"] = f"toolu_sim_{number}_{index}"  # named before the cut: the id costs tokens
+            name_mcp_blocks(content, body, number)
             think = functools.cache(lambda: int(self.thinking(copy.deepcopy(prompt))))
             output = compose(content, stop_reason, checked.mode, think, int(body["max_tokens"]))
         except Exception:
