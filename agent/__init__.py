@@ -19,6 +19,7 @@ from agent.errors import (
 from agent.events import Event
 from agent.llm import LLM, AnthropicLLM, AsyncAnthropicLLM, AsyncLLM, StreamingLLM, TokenCounter
 from agent.loop import Agent
+from agent.mcp import HttpServer, McpTool, McpToolError, McpUnavailable, RemoteMcp, StdioServer, mcp_tools
 from agent.memory import Memory
 from agent.models import MODELS, ModelInfo, ModelTable
 from agent.registry import Tool, ToolCall, ToolOutcome, ToolRegistry, tool
@@ -40,17 +41,23 @@ __all__ = [
     "BudgetExceeded",
     "CostBudgetExceeded",
     "Event",
+    "HttpServer",
+    "McpTool",
+    "McpToolError",
+    "McpUnavailable",
     "Memory",
     "ModelCallFailed",
     "ModelInfo",
     "ModelTable",
     "Price",
+    "RemoteMcp",
     "RunResult",
     "RunState",
     "RunUsage",
     "Session",
     "SessionError",
     "SessionWriteError",
+    "StdioServer",
     "StepBudgetExceeded",
     "StreamingLLM",
     "TerminalApprover",
@@ -64,6 +71,7 @@ __all__ = [
     "compress",
     "deny_by_default",
     "find_pointer",
+    "mcp_tools",
     "read_session",
     "tool",
 ]

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from agent import ToolCall, ToolRegistry
-from agent.mcp import HttpServer, McpTool, McpUnavailable, StdioServer, mcp_tools
+from agent.mcp import HttpServer, McpTool, McpTools, McpUnavailable, StdioServer, mcp_tools
+from agent.mcp.tools import result_value
 
 SERVER = str(Path(__file__).with_name("mcp_server.py"))
 STDIO = StdioServer(sys.executable, [SERVER, "stdio"])
@@ -43,6 +44,13 @@ def server_pid(registry: ToolRegistry) -> int:
 
 
 @pytest.fixture(scope="module")
+def stdio_tools() -> Iterator[McpTools]:
+    """One server for the tests that only call tools (starting one costs seconds)."""
+    with mcp_tools(STDIO) as tools:
+        yield tools
+
+
+@pytest.fixture(scope="module")
 def http_url() -> Iterator[str]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -64,10 +72,9 @@ def http_url() -> Iterator[str]:
         process.wait(10)
 
 
-def test_tools_keep_the_servers_schemas_and_descriptions() -> None:
-    with mcp_tools(STDIO) as tools:
-        declared = {d["name"]: d for d in ToolRegistry(tools).declarations()}
-    assert all(isinstance(t, McpTool) for t in tools)
+def test_tools_keep_the_servers_schemas_and_descriptions(stdio_tools: McpTools) -> None:
+    declared = {d["name"]: d for d in ToolRegistry(stdio_tools).declarations()}
+    assert all(isinstance(t, McpTool) for t in stdio_tools)
     assert declared["add"] == {
         "name": "add",
         "description": "Add two integers.",
@@ -82,41 +89,36 @@ def test_tools_keep_the_servers_schemas_and_descriptions() -> None:
     assert "notes_count" in declared and "notes.count" not in declared  # the API's name pattern
 
 
-def test_calls_run_on_the_server_and_results_come_back_as_text() -> None:
-    with mcp_tools(STDIO) as tools:
-        registry = ToolRegistry(tools)
-        assert run(registry, "add", a=2, b=40) == (False, "42")
-        assert run(registry, "shout", text="hi") == (False, "HI")
-        assert run(registry, "shout", text="hi", times=2) == (False, "HI HI")
-        assert run(registry, "notes_count", folder="abcd") == (False, "4")  # called by its MCP name
-        failed, forecast = run(registry, "forecast", city="Oslo")
-        assert not failed and '"sky": "clear"' in str(forecast)
+def test_calls_run_on_the_server_and_results_come_back_as_text(stdio_tools: McpTools) -> None:
+    registry = ToolRegistry(stdio_tools)
+    assert run(registry, "add", a=2, b=40) == (False, "42")
+    assert run(registry, "shout", text="hi") == (False, "HI")
+    assert run(registry, "shout", text="hi", times=2) == (False, "HI HI")
+    assert run(registry, "notes_count", folder="abcd") == (False, "4")  # called by its MCP name
+    failed, forecast = run(registry, "forecast", city="Oslo")
+    assert not failed and '"sky": "clear"' in str(forecast)
 
 
-def test_bad_input_is_refused_before_it_is_sent_with_each_field_named() -> None:
-    with mcp_tools(STDIO) as tools:
-        registry = ToolRegistry(tools)
-        failed, message = run(registry, "add", a="x")
+def test_bad_input_is_refused_before_it_is_sent_with_each_field_named(stdio_tools: McpTools) -> None:
+    failed, message = run(ToolRegistry(stdio_tools), "add", a="x")
     assert failed
     assert message == (
         "invalid input for add: (input): 'b' is a required property; a: 'x' is not of type 'integer'"
     )
 
 
-def test_a_tool_error_becomes_an_error_result_with_the_servers_message() -> None:
-    with mcp_tools(STDIO) as tools:
-        failed, message = run(ToolRegistry(tools), "refuse", reason="not today")
+def test_a_tool_error_becomes_an_error_result_with_the_servers_message(stdio_tools: McpTools) -> None:
+    failed, message = run(ToolRegistry(stdio_tools), "refuse", reason="not today")
     assert failed and "refused: not today" in str(message)
 
 
-def test_a_slow_call_times_out_and_the_server_still_serves() -> None:
-    with mcp_tools(STDIO, timeout=0.5) as tools:
-        registry = ToolRegistry(tools)
-        started = time.monotonic()
-        failed, message = run(registry, "nap", seconds=5)
-        assert failed and message == "timeout: nap did not finish in 0.5s"
-        assert time.monotonic() - started < 3
-        assert run(registry, "add", a=1, b=1) == (False, "2")
+def test_a_slow_call_times_out_and_the_server_still_serves(stdio_tools: McpTools) -> None:
+    registry = ToolRegistry(stdio_tools, default_timeout=0.5)
+    started = time.monotonic()
+    failed, message = run(registry, "nap", seconds=5)
+    assert failed and message == "timeout: nap did not finish in 0.5s"
+    assert time.monotonic() - started < 3
+    assert run(registry, "add", a=1, b=1) == (False, "2")
 
 
 def test_a_server_that_dies_gives_error_results_not_a_hang() -> None:
@@ -176,8 +178,9 @@ def test_a_server_that_cannot_start_is_a_clear_error_and_leaves_nothing_running(
 
 def test_two_servers_with_a_prefix_each() -> None:
     second = StdioServer(sys.executable, [SERVER, "stdio"], prefix="two")
-    with mcp_tools(STDIO, second) as tools:
+    with mcp_tools(STDIO, second, timeout=30) as tools:
         registry = ToolRegistry(tools)
+        assert {t.timeout for t in tools} == {30}
         assert "add" in registry and "two_add" in registry and "two_notes_count" in registry
         assert server_pid(registry) != int(str(run(registry, "two_server_pid")[1]))
 
@@ -233,3 +236,18 @@ def test_agent_imports_without_the_mcp_sdk() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert "pip install 'agent-from-scratch[mcp]'" in out.stdout
+
+
+def test_what_the_model_reads_of_each_kind_of_content() -> None:
+    from mcp_types import CallToolResult, ImageContent, ResourceLink, TextContent
+
+    text = TextContent(type="text", text="two lines\nof text")
+    image = ImageContent(type="image", data="aGVsbG8gd29ybGQh", mime_type="image/png")
+    link = ResourceLink(type="resource_link", uri="file:///notes/oslo.md", name="oslo.md")
+    assert result_value(CallToolResult(content=[text, image, link])) == (
+        "two lines\nof text\n[image: image/png, about 12 bytes, not shown]\n"
+        "[resource: file:///notes/oslo.md (oslo.md)]"
+    )
+    structured = {"city": "Oslo", "high_c": 21}
+    assert result_value(CallToolResult(content=[], structured_content=structured)) == structured
+    assert result_value(CallToolResult(content=[text], structured_content=structured)) == "two lines\nof text"

@@ -102,8 +102,10 @@ def test_the_validator_holds_the_connectors_rules() -> None:
     server = {"type": "url", "url": "https://a.example/mcp", "name": "a"}
     toolset = {"type": "mcp_toolset", "mcp_server_name": "a"}
     assert validate_request({**base, "mcp_servers": [server], "tools": [toolset]}) == []
-    assert validate_request({**base, "mcp_servers": [server]}) == [
-        "mcp_servers: server 'a' must be referenced by an mcp_toolset in tools"
+    assert validate_request({**base, "mcp_servers": [server]}) == []  # the 2025-04-04 shape
+    other = {**server, "name": "b"}
+    assert validate_request({**base, "mcp_servers": [server, other], "tools": [toolset]}) == [
+        "mcp_servers: server 'b' must be referenced by an mcp_toolset in tools"
     ]
     assert validate_request({**base, "tools": [toolset]}) == [
         "tools: mcp_toolset references MCP server 'a', which is not in mcp_servers"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["MCP_CONNECTOR_BETA", "RemoteMcp", "add_connector"]
@@ -29,7 +29,7 @@ class RemoteMcp:
 
     name: str
     url: str
-    token: str | None = None
+    token: str | None = field(default=None, repr=False)
     allowed_tools: Sequence[str] | None = None
 
     def __post_init__(self) -> None:

@@ -32,7 +32,7 @@ class StdioServer:
 
     command: str
     args: Sequence[str] = ()
-    env: Mapping[str, str] | None = None
+    env: Mapping[str, str] | None = field(default=None, repr=False)
     """Extra environment variables, on top of the SDK's safe default environment."""
     cwd: str | Path | None = None
     prefix: str | None = None
@@ -63,7 +63,7 @@ class HttpServer:
     `headers` go with every request (an `Authorization` header, say)."""
 
     url: str
-    headers: Mapping[str, str] = field(default_factory=dict)
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     prefix: str | None = None
 
     def __post_init__(self) -> None:

@@ -49,6 +49,11 @@ class McpTool(Tool):
     remote_name: str = ""
     """The tool's own name on its server (the API's name pattern may have changed it)."""
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not isinstance(self.schema, Mapping) or self.schema.get("type") != "object":
+            raise ValueError(f"MCP tool {self.name}: its input schema must be an object schema")
+
     def declaration(self) -> dict[str, Any]:
         schema = copy.deepcopy(self.schema)
         return {"name": self.name, "description": self.description, "input_schema": schema}

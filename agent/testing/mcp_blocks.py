@@ -75,9 +75,11 @@ def name_mcp_blocks(content: list[dict[str, Any]], body: Mapping[str, Any], numb
 
 
 def check_connector(body: Mapping[str, Any]) -> list[str]:
-    """The connector's rules the SDK types cannot express (docs, `mcp-client-2025-11-20`): server
-    names are unique, each server is referenced by exactly one `mcp_toolset`, and each toolset
-    names a server of the request."""
+    """The connector's rules the SDK types cannot express: server names are unique, each
+    `mcp_toolset` names a server of the request, and (`mcp-client-2025-11-20`, the version with
+    toolsets) each server is referenced by exactly one toolset. A request with no toolset at all
+    is the deprecated `mcp-client-2025-04-04` shape (servers alone, `tool_configuration` on
+    each), which the validator cannot tell apart without the beta header: accepted."""
     servers = [s.get("name") for s in _list(body.get("mcp_servers")) if isinstance(s, Mapping)]
     toolsets = [
         t.get("mcp_server_name")
@@ -97,7 +99,7 @@ def check_connector(body: Mapping[str, Any]) -> list[str]:
     errors += [
         f"mcp_servers: server {n!r} must be referenced by an mcp_toolset in tools"
         for n in servers
-        if n not in toolsets
+        if toolsets and n not in toolsets
     ]
     return errors
 
