@@ -50,23 +50,29 @@ def stdio_tools() -> Iterator[McpTools]:
         yield tools
 
 
-@pytest.fixture(scope="module")
-def http_url() -> Iterator[str]:
+def start_http_server() -> tuple[subprocess.Popen[bytes], str]:
+    """The test server on streamable HTTP at a free local port, once it accepts connections."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     process = subprocess.Popen([sys.executable, SERVER, "http", str(port)], stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return process, f"http://127.0.0.1:{port}/mcp"
+        except OSError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                process.kill()
+                raise RuntimeError("the MCP test server did not start") from None
+            time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def http_url() -> Iterator[str]:
+    process, url = start_http_server()
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or process.poll() is not None:
-                    raise RuntimeError("the MCP test server did not start") from None
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield url
     finally:
         process.terminate()
         process.wait(10)
@@ -251,3 +257,19 @@ def test_what_the_model_reads_of_each_kind_of_content() -> None:
     structured = {"city": "Oslo", "high_c": 21}
     assert result_value(CallToolResult(content=[], structured_content=structured)) == structured
     assert result_value(CallToolResult(content=[text], structured_content=structured)) == "two lines\nof text"
+
+
+def test_an_http_server_that_goes_away_gives_error_results_not_a_hang() -> None:
+    process, url = start_http_server()
+    try:
+        with mcp_tools(HttpServer(url), timeout=20) as tools:
+            registry = ToolRegistry(tools)
+            assert run(registry, "add", a=1, b=2) == (False, "3")
+            process.kill()
+            process.wait(10)
+            started = time.monotonic()
+            failed, message = run(registry, "add", a=1, b=2)
+            assert failed and "MCP server http://127.0.0.1:" in str(message)
+            assert time.monotonic() - started < 15
+    finally:
+        process.kill()
