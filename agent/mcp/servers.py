@@ -10,7 +10,6 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 __all__ = ["HttpServer", "McpServer", "StdioServer"]
 
@@ -47,13 +46,6 @@ class StdioServer:
     @property
     def label(self) -> str:
         return " ".join([Path(self.command).name, *self.args])
-
-    def target(self) -> Any:
-        """The SDK's description of this server (imports `mcp`)."""
-        from mcp import StdioServerParameters
-
-        env = dict(self.env) if self.env is not None else None
-        return StdioServerParameters(command=self.command, args=list(self.args), env=env, cwd=self.cwd)
 
 
 @dataclass(frozen=True)
