@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from agent import Agent
+from agent import Agent, ToolCall
 from agent.mcp import MCP_CONNECTOR_BETA, RemoteMcp, StdioServer, mcp_tools
 from agent.testing.mcp_blocks import mcp_call, mcp_result
 from agent.testing.policies import call, latest_results
@@ -136,3 +136,28 @@ def test_bad_connector_options_fail_at_construction() -> None:
     with pytest.raises(ValueError, match="unique"):
         twice = Agent(mcp_servers=[DOCS, DOCS], artifacts_dir=None, llm=object())  # type: ignore[arg-type]
         twice.build_request(agent_state([]))
+
+
+def crasher(body: Any) -> Any:
+    results = latest_results(body)
+    return [call("crash")] if not results else f"crash: {results[0].text}"
+
+
+def test_options_put_an_mcp_tool_behind_the_approver(simulator: Sim) -> None:
+    sim = simulator(crasher)
+    with mcp_tools(SERVER, options={"crash": {"irreversible": True}, "add": {"keep": ["a"]}}) as tools:
+        by_name = {t.name: t for t in tools}
+        assert by_name["crash"].gated and by_name["add"].keep == ("a",) and not by_name["add"].gated
+        agent = Agent(tools=tools, llm=sim.llm(max_retries=0), artifacts_dir=None)
+        result = agent.run("Crash the server.")
+        (pid,) = [o.value for o in agent.registry.run_all([ToolCall("p", "server_pid", {})])]
+    assert sim.rejected == []
+    assert result.text.startswith("crash: ") and "denied" in result.text  # never sent to the server
+    assert str(pid).isdigit()  # the server was still up after the denied call
+
+
+def test_options_must_name_tools_and_policies_that_exist() -> None:
+    with pytest.raises(TypeError, match="unknown destructive"):
+        mcp_tools(SERVER, options={"crash": {"destructive": True}})
+    with pytest.raises(ValueError, match="no tool of the servers: nope"):
+        mcp_tools(SERVER, options={"nope": {"irreversible": True}}).open()

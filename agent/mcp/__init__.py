@@ -18,13 +18,14 @@ server's tools, nothing runs here (`Agent(mcp_servers=[RemoteMcp(...)])`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from types import TracebackType
+from typing import Any
 
 from agent.mcp.connection import Connection, McpUnavailable
 from agent.mcp.connector import MCP_CONNECTOR_BETA, RemoteMcp
 from agent.mcp.servers import HttpServer, McpServer, StdioServer
-from agent.mcp.tools import McpTool, McpToolError, make_tools
+from agent.mcp.tools import POLICIES, McpTool, McpToolError, make_tools
 
 __all__ = [
     "MCP_CONNECTOR_BETA",
@@ -43,9 +44,21 @@ __all__ = [
 class McpTools(Sequence[McpTool]):
     """The tools of some MCP servers, live between entering and leaving (sync or async `with`)."""
 
-    def __init__(self, servers: Sequence[McpServer], timeout: float | None, startup_timeout: float) -> None:
+    def __init__(
+        self,
+        servers: Sequence[McpServer],
+        timeout: float | None,
+        startup_timeout: float,
+        options: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> None:
         if not servers:
             raise ValueError("mcp_tools needs at least one server")
+        for name, policies in (options or {}).items():
+            odd = sorted(set(policies) - POLICIES) if isinstance(policies, Mapping) else ["(not a mapping)"]
+            if odd:
+                known = ", ".join(sorted(POLICIES))
+                raise TypeError(f"mcp_tools options for {name}: unknown {', '.join(odd)} (known: {known})")
+        self.options = dict(options or {})
         for server in servers:
             if not isinstance(server, (StdioServer, HttpServer)):
                 raise TypeError(f"mcp_tools takes StdioServer or HttpServer, not {type(server).__name__}")
@@ -70,7 +83,15 @@ class McpTools(Sequence[McpTool]):
                 self.connections.append(connection)
                 connection.open()
             taken: set[str] = set()
-            self._tools = [t for c in self.connections for t in make_tools(c, self.timeout, taken)]
+            made = [t for c in self.connections for t in make_tools(c, self.timeout, taken, self.options)]
+            unknown = set(self.options) - {t.name for t in made} - {t.remote_name for t in made}
+            if unknown:
+                listed = ", ".join(t.name for t in made)
+                missing = ", ".join(sorted(unknown))
+                raise ValueError(
+                    f"mcp_tools options name no tool of the servers: {missing} (tools: {listed})"
+                )
+            self._tools = made
         except BaseException:
             self.close()
             raise
@@ -107,9 +128,17 @@ class McpTools(Sequence[McpTool]):
         return iter(self._tools)
 
 
-def mcp_tools(*servers: McpServer, timeout: float | None = None, startup_timeout: float = 30.0) -> McpTools:
+def mcp_tools(
+    *servers: McpServer,
+    timeout: float | None = None,
+    startup_timeout: float = 30.0,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+) -> McpTools:
     """The tools of these MCP servers, for `with` / `async with`.
 
     `timeout` bounds each call in seconds (None: the agent's `tool_timeout`); `startup_timeout`
-    bounds starting a server and listing its tools (`McpUnavailable` past it)."""
-    return McpTools(servers, timeout, startup_timeout)
+    bounds starting a server and listing its tools (`McpUnavailable` past it). `options` sets a
+    tool's policies, as `@tool(...)` would: `{"delete_note": {"irreversible": True}}` puts it
+    behind the agent's approver; `keep`, `never_prune`, `requires_approval`, `compress` and
+    `timeout` too. A server's own hints (`destructiveHint`) are not trusted for this."""
+    return McpTools(servers, timeout, startup_timeout, options)

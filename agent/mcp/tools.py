@@ -55,8 +55,8 @@ class McpTool(Tool):
             raise ValueError(f"MCP tool {self.name}: its input schema must be an object schema")
 
     def declaration(self) -> dict[str, Any]:
-        schema = copy.deepcopy(self.schema)
-        return {"name": self.name, "description": self.description, "input_schema": schema}
+        """`Tool.declaration` (whatever else it declares) with the server's schema as the input schema."""
+        return {**super().declaration(), "input_schema": copy.deepcopy(self.schema)}
 
 
 class _Arguments(BaseModel):
@@ -120,8 +120,19 @@ def _schema(listed: Any) -> dict[str, Any]:
     return schema
 
 
-def make_tools(connection: Connection, timeout: float | None, taken: set[str]) -> list[McpTool]:
-    """Registry tools for every tool the connection's server lists."""
+POLICIES = frozenset({"keep", "never_prune", "irreversible", "requires_approval", "compress", "timeout"})
+"""The `Tool` policies `mcp_tools(options=...)` may set per tool (what `@tool(...)` takes)."""
+
+
+def make_tools(
+    connection: Connection,
+    timeout: float | None,
+    taken: set[str],
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[McpTool]:
+    """Registry tools for every tool the connection's server lists; `options` sets the policies of
+    some (by the tool's name as declared, or its own name on the server)."""
+    options = options or {}
     made = []
     for listed in connection.tools:
         name = _api_name(connection.server.prefix, listed.name, taken)
@@ -130,14 +141,17 @@ def make_tools(connection: Connection, timeout: float | None, taken: set[str]) -
         description = (listed.description or "").strip() or (
             f"{title} (a tool of MCP server {connection.server.label})"
         )
+        policies: dict[str, Any] = {"timeout": timeout, **options.get(name, options.get(listed.name, {}))}
+        if policies.get("keep") is not None:
+            policies["keep"] = tuple(policies["keep"])
         tool_ = McpTool(
             name=name,
             description=description,
-            fn=_Caller(connection, listed.name, timeout),
+            fn=_Caller(connection, listed.name, policies["timeout"]),
             input_model=_input_model(name, schema),
-            timeout=timeout,
             schema=schema,
             remote_name=listed.name,
+            **policies,
         )
         check_sendable(tool_.declaration(), name)
         made.append(tool_)
