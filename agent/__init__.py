@@ -20,6 +20,7 @@ from agent.events import Event
 from agent.fees import SERVER_TOOL_FEES, ServerToolFees
 from agent.llm import LLM, AnthropicLLM, AsyncAnthropicLLM, AsyncLLM, StreamingLLM, TokenCounter
 from agent.loop import Agent
+from agent.mcp import HttpServer, McpTool, McpToolError, McpUnavailable, RemoteMcp, StdioServer, mcp_tools
 from agent.memory import Memory
 from agent.memory_tool import memory_tool
 from agent.models import MODELS, ModelInfo, ModelTable
@@ -44,11 +45,16 @@ __all__ = [
     "BudgetExceeded",
     "CostBudgetExceeded",
     "Event",
+    "HttpServer",
+    "McpTool",
+    "McpToolError",
+    "McpUnavailable",
     "Memory",
     "ModelCallFailed",
     "ModelInfo",
     "ModelTable",
     "Price",
+    "RemoteMcp",
     "RunResult",
     "RunState",
     "RunUsage",
@@ -57,6 +63,7 @@ __all__ = [
     "Session",
     "SessionError",
     "SessionWriteError",
+    "StdioServer",
     "StepBudgetExceeded",
     "StreamingLLM",
     "TerminalApprover",
@@ -71,6 +78,7 @@ __all__ = [
     "compress",
     "deny_by_default",
     "find_pointer",
+    "mcp_tools",
     "memory_tool",
     "read_session",
     "server_tool",

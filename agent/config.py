@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from agent.context.thinking import STRATEGIES, default_strategy
+from agent.mcp.connector import RemoteMcp
 from agent.models import EFFORTS, MODELS, THINKING_TYPES, ModelInfo, ModelTable
 
 if TYPE_CHECKING:
@@ -66,6 +67,7 @@ class AgentOptions(TypedDict, total=False):
     memory: Memory | None
     approver: Approver | None
     allow: Sequence[str]
+    mcp_servers: Sequence[RemoteMcp]
 
 
 class AgentConfig:
@@ -165,6 +167,9 @@ class AgentConfig:
     True, or False / a reason to deny. None denies every gated call not in `allow`."""
     allow: Sequence[str] = ()
     """Gated tools trusted to run without asking (the allow list)."""
+    mcp_servers: Sequence[RemoteMcp] = ()
+    """Remote MCP servers the API itself connects to and calls (`agent.mcp.RemoteMcp`; the
+    MCP connector beta). Local servers: pass `mcp_tools(...)` in `tools` instead."""
 
     def __init__(self, **options: Any) -> None:
         unknown = sorted(set(options) - set(AgentOptions.__annotations__))
@@ -208,6 +213,10 @@ class AgentConfig:
             raise ValueError("keep_recent and max_context_tokens must be >= 0, prune_batch >= 1")
         if self.compress_threshold < 200:
             raise ValueError("compress_threshold must be at least 200 characters")
+        if isinstance(self.mcp_servers, str | Mapping) or any(
+            not isinstance(s, RemoteMcp) for s in self.mcp_servers
+        ):
+            raise TypeError("mcp_servers takes a list of agent.mcp.RemoteMcp(name=..., url=...)")
         if not (isinstance(self.compact_margin, int | float) and 0 <= self.compact_margin < 1):
             raise ValueError(f"compact_margin must be in [0, 1), not {self.compact_margin!r}")
 

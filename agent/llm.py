@@ -88,9 +88,17 @@ class TokenCounter(Protocol):
 _COUNTED_KEYS = ("model", "messages", "system", "tools", "tool_choice", "thinking")
 
 
+BETA_BODY_KEYS = ("mcp_servers",)
+"""Body keys only the SDK's beta methods declare: sent through `extra_body`, so the stable
+methods (which refuse unknown keyword arguments) carry them unchanged."""
+
+
 def split_betas(request: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     """(body without `betas`, extra headers carrying them as `anthropic-beta`)."""
-    body = {k: v for k, v in request.items() if k != "betas"}
+    body = {k: v for k, v in request.items() if k != "betas" and k not in BETA_BODY_KEYS}
+    extra = {k: request[k] for k in BETA_BODY_KEYS if k in request}
+    if extra:
+        body["extra_body"] = extra
     betas = request.get("betas") or ()
     return body, ({"anthropic-beta": ",".join(betas)} if betas else {})
 

@@ -49,6 +49,7 @@ from agent.context.tokens import Calibration
 from agent.errors import ModelCallFailed, StepBudgetExceeded
 from agent.events import Event, emit
 from agent.llm import LLM, AnthropicLLM
+from agent.mcp.connector import add_connector
 from agent.messages import (
     Msg,
     assistant_message,
@@ -230,6 +231,8 @@ class Agent(AgentConfig):
             request["betas"] = betas  # sent as the anthropic-beta header, not in the body
         if state.container is not None:
             request["container"] = state.container  # code execution goes on in the same sandbox
+        if self.mcp_servers:
+            request = add_connector(request, self.mcp_servers)
         return mark_breakpoints(request, self.cache_ttl) if self.cache else request
 
     def check_budgets(self, request: dict[str, Any], state: RunState) -> None:

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agent.testing.mcp_blocks import MCP_BLOCKS, mcp_block
+
 __all__ = ["ERROR_TYPES", "Reply", "error_body", "json_reply", "normalize"]
 
 ERROR_TYPES: Mapping[int, str] = {
@@ -66,6 +68,8 @@ def normalize(answer: Any) -> tuple[list[dict[str, Any]], str]:
             )
         elif block.get("type") in ("thinking", "redacted_thinking") and _scripted_thinking(block):
             content.append(block)
+        elif block.get("type") in MCP_BLOCKS:
+            content.append(mcp_block(block))
         elif _scripted_server_block(block):
             content.append(dict(block))
         else:

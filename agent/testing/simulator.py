@@ -86,6 +86,7 @@ from agent.models import EFFORTS, MODELS, THINKING_TYPES
 from agent.testing import sse
 from agent.testing.answers import Reply, error_body, json_reply, normalize
 from agent.testing.cache_model import MIN_CACHEABLE_TOKENS, PromptCache, base_model, render
+from agent.testing.mcp_blocks import name_mcp_blocks
 from agent.testing.output import compose, sign
 from agent.testing.server import SERVER_NAME, LoopbackServer
 from agent.testing.server_turns import Containers, check_declared, name_calls, server_usage
@@ -287,6 +288,7 @@ class MessagesSimulator:
                 block["id"] = f"toolu_sim_{number}_{index}"  # named before the cut: the id costs tokens
             name_calls(content, number)
             check_declared(content, body)
+            name_mcp_blocks(content, body, number)
             think = functools.cache(lambda: int(self.thinking(copy.deepcopy(prompt))))
             output = compose(content, stop_reason, checked.mode, think, int(body["max_tokens"]))
         except Exception:

@@ -42,6 +42,7 @@ from anthropic.types import JSONOutputFormatParam
 from agent.context.cache import count_breakpoints
 from agent.models import MODELS, THINKING_TYPES, ModelTable
 from agent.server_tools import is_server_call, is_server_result, result_type_for
+from agent.testing.mcp_blocks import check_connector
 from agent.testing.wire_shapes import check_shape
 
 __all__ = [
@@ -100,6 +101,7 @@ def _validate(body: Mapping[str, Any], models: ModelTable, version: str, *, coun
         errors.append("max_tokens: Input should be greater than or equal to 0")
     errors += _check_model_rules(body, models)
     errors += _check_tools(body.get("tools"))
+    errors += check_connector(body)
     errors += _check_text(body)
     errors += _check_messages(body.get("messages"))
     if not legacy:
