@@ -92,7 +92,9 @@ def policy(body: Mapping[str, Any]) -> Any:
     turn = 1 + sum(1 for m in messages if m["role"] == "assistant")
     if turn >= STEPS:
         return FINAL
-    calls: list[dict[str, Any]] = [{"type": "tool_use", "name": "lookup", "input": {"batch": batch, "item": turn}}]
+    calls: list[dict[str, Any]] = [
+        {"type": "tool_use", "name": "lookup", "input": {"batch": batch, "item": turn}}
+    ]
     if turn % 3 == 0:
         calls.append({"type": "tool_use", "name": "ship", "input": {"order": f"{batch}-{turn}"}})
     return {"content": [f"Turn {turn} of batch {batch}.", *calls]}
@@ -120,7 +122,9 @@ class Worker:
         deadline = time.monotonic() + timeout
         while "ready" not in Path(self.out.name).read_text():
             if self.process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"worker {self.executor_id} did not start: {Path(self.out.name).read_text()}")
+                raise RuntimeError(
+                    f"worker {self.executor_id} did not start: {Path(self.out.name).read_text()}"
+                )
             time.sleep(0.1)
 
     def stop(self) -> None:
@@ -174,7 +178,9 @@ def main(argv: list[str] | None = None) -> None:
         setup_s = time.monotonic() - t0
         client = RunClient(db)
         started = time.monotonic()
-        run_ids = [client.enqueue("scale", f"Process batch {i}.", run_id=f"scale-{i}") for i in range(args.runs)]
+        run_ids = [
+            client.enqueue("scale", f"Process batch {i}.", run_id=f"scale-{i}") for i in range(args.runs)
+        ]
         ships_per_run = len(range(3, STEPS, 3))
         expected_ships = ships_per_run * args.runs
 
@@ -204,7 +210,9 @@ def main(argv: list[str] | None = None) -> None:
                 lost += 1
             for message in result.messages:
                 for block in blocks(message):
-                    if block.get("type") == "tool_result" and "outcome unknown" in content_text(block.get("content")):
+                    if block.get("type") == "tool_result" and "outcome unknown" in content_text(
+                        block.get("content")
+                    ):
                         unknown += 1
         elapsed = time.monotonic() - started
         lines = Counter(shipped())
@@ -236,15 +244,19 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{'measure':<{width}}  value")
     for name, value in rows:
         print(f"{name:<{width}}  {value}")
-    print(json.dumps({
-        "runs": args.runs,
-        "completed": completed,
-        "irreversible_repeats": repeats,
-        "lost_results": lost,
-        "runs_per_s": round(args.runs / elapsed, 2),
-        "workers": args.workers,
-        "killed": killed,
-    }))
+    print(
+        json.dumps(
+            {
+                "runs": args.runs,
+                "completed": completed,
+                "irreversible_repeats": repeats,
+                "lost_results": lost,
+                "runs_per_s": round(args.runs / elapsed, 2),
+                "workers": args.workers,
+                "killed": killed,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

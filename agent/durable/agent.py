@@ -52,7 +52,9 @@ class DurableLLM:
         self.max_retries = 0
 
     def create(self, request: Mapping[str, Any]) -> Message:
-        record = DBOS.run_step({"name": "model:summary"}, call_through_gate, lambda: self.inner.create(request))
+        record = DBOS.run_step(
+            {"name": "model:summary"}, call_through_gate, lambda: self.inner.create(request)
+        )
         return rebuild_message(record)
 
 

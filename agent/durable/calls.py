@@ -26,7 +26,7 @@ from anthropic.types import Message
 
 from agent import retry
 
-__all__ = ["MAX_RATE_LIMIT_WAITS", "RateGate", "RATE_GATE", "as_record", "rebuild_error", "rebuild_message"]
+__all__ = ["MAX_RATE_LIMIT_WAITS", "RATE_GATE", "RateGate", "as_record", "rebuild_error", "rebuild_message"]
 
 MAX_RATE_LIMIT_WAITS = 30
 """429s one model call sits out before its error goes to the loop (which may retry it in turn)."""
@@ -117,7 +117,9 @@ def rebuild_error(record: dict[str, Any]) -> Exception:
     if kind == "connection":
         return anthropic.APIConnectionError(message=message, request=_REQUEST)
     if kind == "unreadable":
-        return anthropic.APIResponseValidationError(httpx.Response(200, request=_REQUEST), None, message=message)
+        return anthropic.APIResponseValidationError(
+            httpx.Response(200, request=_REQUEST), None, message=message
+        )
     return RuntimeError(f"model call failed: {message}")
 
 

@@ -83,7 +83,21 @@ class LocalPostgres:
         if self.fast:
             options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         log = self.folder / "server.log"
-        self._run([str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(log), "-w", "-t", "60", "start"])
+        self._run(
+            [
+                str(bin_dir / "pg_ctl"),
+                "-D",
+                str(data),
+                "-o",
+                options,
+                "-l",
+                str(log),
+                "-w",
+                "-t",
+                "60",
+                "start",
+            ]
+        )
         return self
 
     def stop(self) -> None:
@@ -92,7 +106,9 @@ class LocalPostgres:
         bin_dir = postgres_bin()
         data = self.folder / "data"
         if bin_dir is not None and (data / "postmaster.pid").exists():
-            self._run([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"], check=False)
+            self._run(
+                [str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"], check=False
+            )
         shutil.rmtree(self.folder, ignore_errors=True)
         self.folder = None
 

@@ -106,7 +106,12 @@ def start_run(name: str, prompt: str, *, history: Sequence[Msg] = (), run_id: st
 
 
 def enqueue_run(
-    name: str, prompt: str, *, history: Sequence[Msg] = (), run_id: str | None = None, queue: str = DEFAULT_QUEUE
+    name: str,
+    prompt: str,
+    *,
+    history: Sequence[Msg] = (),
+    run_id: str | None = None,
+    queue: str = DEFAULT_QUEUE,
 ) -> str:
     """Put a run on `queue` for any worker to take; its run id."""
     run_id = run_id or new_run_id()
@@ -139,7 +144,12 @@ class RunClient:
         self.client = DBOSClient(system_database_url=database_url)
 
     def enqueue(
-        self, name: str, prompt: str, *, history: Sequence[Msg] = (), run_id: str | None = None,
+        self,
+        name: str,
+        prompt: str,
+        *,
+        history: Sequence[Msg] = (),
+        run_id: str | None = None,
         queue: str = DEFAULT_QUEUE,
     ) -> str:
         run_id = run_id or new_run_id()
@@ -157,7 +167,9 @@ class RunClient:
 
     def waiting_approval(self, run_id: str, timeout_s: float = 0.0) -> dict[str, Any] | None:
         """The call run `run_id` waits on a decision for, if any: {"id", "name", "input"}."""
-        event: dict[str, Any] | None = self.client.get_event(run_id, APPROVAL_EVENT, timeout_seconds=timeout_s)
+        event: dict[str, Any] | None = self.client.get_event(
+            run_id, APPROVAL_EVENT, timeout_seconds=timeout_s
+        )
         return event
 
     def approve(self, run_id: str, call_id: str, verdict: bool | str = True) -> None:

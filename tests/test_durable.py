@@ -1,0 +1,214 @@
+"""Durable runs on DBOS (`agent.durable`), on SQLite in this process and on a real Postgres
+with worker processes, one of them SIGKILLed in the middle of an irreversible call.
+
+Skipped when the `scale` extra (dbos) is not installed; the core never imports it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("dbos")
+
+from dbos import DBOS
+
+from agent import Agent, tool
+from agent.durable import (
+    LocalPostgres,
+    RunClient,
+    launch,
+    register_agent,
+    result,
+    shutdown,
+    start_run,
+)
+from agent.durable.calls import RATE_GATE
+from agent.messages import blocks, content_text
+from agent.testing.simulator import MessagesSimulator
+
+REPO = Path(__file__).resolve().parents[1]
+MODEL = "claude-opus-4-5"
+
+
+def turns(body: Mapping[str, Any]) -> int:
+    return sum(1 for m in body["messages"] if m["role"] == "assistant")
+
+
+def adder_policy(body: Mapping[str, Any]) -> Any:
+    n = turns(body)
+    if n < 3:
+        return {"content": [f"step {n}", {"type": "tool_use", "name": "add", "input": {"a": n, "b": 10}}]}
+    return "done"
+
+
+ADDS: list[int] = []
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two numbers.
+
+    Args:
+        a: one.
+        b: two.
+    """
+    ADDS.append(a)
+    return a + b
+
+
+@pytest.fixture(scope="module")
+def sqlite_dbos(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MessagesSimulator]:
+    """DBOS launched in this process on a SQLite file, and a simulator the agents call."""
+    with MessagesSimulator(adder_policy) as sim:
+        register_agent("adder", lambda: Agent(llm=sim.llm(), model=MODEL, tools=[add], model_retries=0))
+        launch(f"sqlite:///{tmp_path_factory.mktemp('dbos')}/runs.sqlite")
+        try:
+            yield sim
+        finally:
+            shutdown()
+
+
+def test_each_model_and_tool_call_is_a_step_and_a_replay_pays_nothing(sqlite_dbos: MessagesSimulator) -> None:
+    before, adds = len(sqlite_dbos.requests), len(ADDS)
+    run_id = start_run("adder", "add things")
+    first = result(run_id)
+    assert first.text == "done" and first.stop_reason == "end_turn"
+    steps = [s["function_name"] for s in DBOS.list_workflow_steps(run_id)]
+    assert steps == ["model", "tool:add"] * 3 + ["model"]
+    assert len(sqlite_dbos.requests) - before == 4 and len(ADDS) - adds == 3
+    results = [
+        content_text(b["content"]) for m in first.messages for b in blocks(m) if b["type"] == "tool_result"
+    ]
+    assert results == ["10", "11", "12"]
+
+    again = result(start_run("adder", "add things", run_id=run_id))  # the same run id: its record
+    assert again.text == first.text and again.messages == first.messages
+    assert len(sqlite_dbos.requests) - before == 4 and len(ADDS) - adds == 3  # nothing asked or run again
+
+
+def test_a_fork_replays_recorded_steps_without_calling_the_model_or_tools(
+    sqlite_dbos: MessagesSimulator,
+) -> None:
+    run_id = start_run("adder", "add again")
+    original = result(run_id)
+    before, adds = len(sqlite_dbos.requests), len(ADDS)
+    last_model_step = max(s["function_id"] for s in DBOS.list_workflow_steps(run_id))
+    fork = DBOS.fork_workflow(run_id, last_model_step)  # steps before it come from the record
+    forked = fork.get_result()
+    assert forked.messages == original.messages
+    assert len(sqlite_dbos.requests) - before == 1 and len(ADDS) == adds  # only the last call is made
+
+
+def test_a_429_with_retry_after_slows_the_run_and_does_not_fail_it(sqlite_dbos: MessagesSimulator) -> None:
+    sqlite_dbos.inject(status=429, retry_after=0.3, times=2)
+    started = time.monotonic()
+    run_id = start_run("adder", "add under a rate limit")  # model_retries=0: the loop itself would give up
+    assert result(run_id).text == "done"
+    assert time.monotonic() - started >= 0.6  # both retry-after waits were honoured
+    assert [s["function_name"] for s in DBOS.list_workflow_steps(run_id)].count("model") == 4
+    assert RATE_GATE.delay() == 0.0
+
+
+# -- Postgres, worker processes, a SIGKILL ------------------------------------------------------
+
+
+def gated_policy(body: Mapping[str, Any]) -> Any:
+    n = turns(body)
+    if n == 0:
+        return {"content": ["Refunding.", {"type": "tool_use", "name": "refund", "input": {"order": "A-1"}}]}
+    if n == 1:
+        return {"content": ["Shipping.", {"type": "tool_use", "name": "ship", "input": {"order": "B-2"}}]}
+    return "all done"
+
+
+class Worker:
+    """A `python -m agent.durable.worker` process serving `tests.durable_agents`."""
+
+    def __init__(self, db: str, executor_id: str, env: dict[str, str], log: Path) -> None:
+        self.log = log
+        command = [
+            sys.executable,
+            "-m",
+            "agent.durable.worker",
+            "--db",
+            db,
+            "--agents",
+            "tests.durable_agents",
+        ]
+        command += ["--executor-id", executor_id]
+        with log.open("w") as out:
+            self.process = subprocess.Popen(command, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 120
+        while "ready" not in log.read_text():
+            assert self.process.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def wait_until(predicate: Any, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+@pytest.mark.slow
+def test_a_killed_worker_s_run_is_recovered_approved_once_and_its_irreversible_call_not_repeated(
+    tmp_path: Path,
+) -> None:
+    env = {**os.environ, "DURABLE_DIR": str(tmp_path)}
+    env.pop("ANTHROPIC_API_KEY", None)
+    workers: list[Worker] = []
+    with LocalPostgres() as pg, MessagesSimulator(gated_policy) as sim:
+        env["DURABLE_SIM_URL"] = sim.base_url
+        db = pg.database_url("durable_test")
+        try:
+            workers.append(Worker(db, "worker-a", env, tmp_path / "a.log"))
+            client = RunClient(db)
+            try:
+                run_id = client.enqueue("gated", "Refund A-1, then ship B-2.")
+                waiting = None
+                while waiting is None:  # the run waits, durably, for a person in another process
+                    waiting = client.waiting_approval(run_id, timeout_s=60)
+                assert waiting["name"] == "refund" and waiting["input"] == {"order": "A-1"}
+                assert not (tmp_path / "side_effects.log").exists()
+                client.approve(run_id, waiting["id"], True)
+
+                wait_until(lambda: (tmp_path / "ship.started").exists())
+                workers[0].process.send_signal(signal.SIGKILL)  # mid-ship: done, result not recorded
+                workers[0].process.wait()
+                requests_before = len(sim.requests)
+                workers.append(Worker(db, "worker-a", env, tmp_path / "a2.log"))  # recovers worker-a's runs
+
+                answer = client.result(run_id)
+            finally:
+                client.close()
+        finally:
+            for worker in workers:
+                worker.stop()
+    assert answer.text == "all done"
+    effects = (tmp_path / "side_effects.log").read_text().splitlines()
+    assert effects == ["refund A-1", "ship B-2"]  # each exactly once: the approval was not asked again
+    results = [
+        content_text(b["content"]) for m in answer.messages for b in blocks(m) if b["type"] == "tool_result"
+    ]
+    assert results[0] == "refunded A-1"
+    assert results[1].startswith("outcome unknown: ship was started")
+    assert len(sim.requests) - requests_before == 1  # only the answer after the cut-off call: none repeated
