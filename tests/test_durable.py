@@ -95,17 +95,33 @@ def test_each_model_and_tool_call_is_a_step_and_a_replay_pays_nothing(sqlite_dbo
     assert len(sqlite_dbos.requests) - before == 4 and len(ADDS) - adds == 3  # nothing asked or run again
 
 
-def test_a_fork_replays_recorded_steps_without_calling_the_model_or_tools(
+NOTE = {"version": "v1"}
+
+
+class NotingAgent(Agent):
+    """Decides its context with a setting that changes between executions (a stand-in for
+    any decision that a replay could make differently: compaction, pruning, a new model table)."""
+
+    def prepare_context(self, state: Any) -> list[dict[str, Any]]:
+        messages = super().prepare_context(state)
+        first = {**messages[0], "content": f"{state.prompt} [context {NOTE['version']}]"}
+        return [first, *messages[1:]]
+
+
+def test_a_replay_goes_on_from_the_history_that_was_sent_not_a_recomputed_one(
     sqlite_dbos: MessagesSimulator,
 ) -> None:
-    run_id = start_run("adder", "add again")
+    register_agent("noting", lambda: NotingAgent(llm=sqlite_dbos.llm(), model=MODEL, tools=[add]))
+    NOTE["version"] = "v1"
+    run_id = start_run("noting", "add again")
     original = result(run_id)
+    assert original.messages[0]["content"] == "add again [context v1]"
     before, adds = len(sqlite_dbos.requests), len(ADDS)
-    last_model_step = max(s["function_id"] for s in DBOS.list_workflow_steps(run_id))
-    fork = DBOS.fork_workflow(run_id, last_model_step)  # steps before it come from the record
-    forked = fork.get_result()
-    assert forked.messages == original.messages
-    assert len(sqlite_dbos.requests) - before == 1 and len(ADDS) == adds  # only the last call is made
+    NOTE["version"] = "v2"  # a replay would now decide the context differently
+    everything = 1 + max(s["function_id"] for s in DBOS.list_workflow_steps(run_id))
+    replayed = DBOS.fork_workflow(run_id, everything).get_result()  # every step from the record
+    assert replayed.messages == original.messages
+    assert len(sqlite_dbos.requests) == before and len(ADDS) == adds  # nothing asked or run again
 
 
 def test_a_429_with_retry_after_slows_the_run_and_does_not_fail_it(sqlite_dbos: MessagesSimulator) -> None:
