@@ -7,6 +7,7 @@ Skipped when the `scale` extra (dbos) is not installed; the core never imports i
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -45,12 +46,62 @@ def turns(body: Mapping[str, Any]) -> int:
 
 def adder_policy(body: Mapping[str, Any]) -> Any:
     n = turns(body)
+    tools = {declared["name"] for declared in body.get("tools", [])}
+    if "nap" in tools:
+        naps = [{"type": "tool_use", "name": "nap", "input": {"n": i}} for i in (1, 2)]
+        return {"content": ["Napping twice.", *naps]} if n == 0 else "napped"
+    if "page" in tools:
+        done = pages_read(body["messages"])
+        if done >= PAGES:
+            return "read them all"
+        return {
+            "content": [f"Page {done + 1}.", {"type": "tool_use", "name": "page", "input": {"n": done + 1}}]
+        }
     if n < 3:
         return {"content": [f"step {n}", {"type": "tool_use", "name": "add", "input": {"a": n, "b": 10}}]}
     return "done"
 
 
 ADDS: list[int] = []
+NAPS: list[tuple[int, float, float]] = []
+PAGES = 8
+_PAGE = re.compile(r"(?:PAGE|LAST PAGE READ:) (\d+)")
+
+
+def pages_read(messages: list[Any]) -> int:
+    texts = [
+        content_text(b.get("content")) if b["type"] == "tool_result" else b.get("text", "")
+        for m in messages
+        for b in blocks(m)
+    ]
+    return max([0, *(int(n) for text in texts for n in _PAGE.findall(text or ""))])
+
+
+def summarizer(body: Mapping[str, Any]) -> str:
+    return f"Reading pages. LAST PAGE READ: {pages_read(list(body['messages']))}."
+
+
+@tool
+def nap(n: int) -> str:
+    """Nap a little.
+
+    Args:
+        n: which nap.
+    """
+    started = time.monotonic()
+    time.sleep(0.4)
+    NAPS.append((n, started, time.monotonic()))
+    return f"nap {n} done"
+
+
+@tool(compress=False)
+def page(n: int) -> str:
+    """One long page.
+
+    Args:
+        n: from 1.
+    """
+    return f"PAGE {n}\n" + "\n".join(f"row {n}-{i}: a line of text that takes some room" for i in range(60))
 
 
 @tool
@@ -68,8 +119,22 @@ def add(a: int, b: int) -> int:
 @pytest.fixture(scope="module")
 def sqlite_dbos(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MessagesSimulator]:
     """DBOS launched in this process on a SQLite file, and a simulator the agents call."""
-    with MessagesSimulator(adder_policy) as sim:
+    with MessagesSimulator(adder_policy, summarizer=summarizer) as sim:
         register_agent("adder", lambda: Agent(llm=sim.llm(), model=MODEL, tools=[add], model_retries=0))
+        register_agent("napper", lambda: Agent(llm=sim.llm(), model=MODEL, tools=[nap]))
+        register_agent(
+            "reader",
+            lambda: Agent(
+                llm=sim.llm(),
+                model=MODEL,
+                tools=[page],
+                keep_recent=5,
+                prune_batch=1,
+                max_context_tokens=3000,
+                artifacts_dir=None,
+                max_steps=30,
+            ),
+        )
         launch(f"sqlite:///{tmp_path_factory.mktemp('dbos')}/runs.sqlite")
         try:
             yield sim
@@ -95,6 +160,46 @@ def test_each_model_and_tool_call_is_a_step_and_a_replay_pays_nothing(sqlite_dbo
     assert len(sqlite_dbos.requests) - before == 4 and len(ADDS) - adds == 3  # nothing asked or run again
 
 
+def replay_everything(run_id: str) -> Any:
+    """The run again under a new id, every step from its record (a fork after its last step)."""
+    after_last = 1 + max(s["function_id"] for s in DBOS.list_workflow_steps(run_id))
+    return DBOS.fork_workflow(run_id, after_last).get_result()
+
+
+def test_a_turn_s_tool_calls_run_in_parallel_as_steps_in_call_order(sqlite_dbos: MessagesSimulator) -> None:
+    NAPS.clear()
+    run_id = start_run("napper", "nap twice")
+    first = result(run_id)
+    assert first.text == "napped"
+    assert [s["function_name"] for s in DBOS.list_workflow_steps(run_id)] == [
+        "model",
+        "tool:nap",
+        "tool:nap",
+        "model",
+    ]
+    (_, start_a, end_a), (_, start_b, end_b) = NAPS
+    assert start_a < end_b and start_b < end_a  # at once, not one after the other
+    results = [
+        content_text(b["content"]) for m in first.messages for b in blocks(m) if b["type"] == "tool_result"
+    ]
+    assert results == ["nap 1 done", "nap 2 done"]
+    before = len(sqlite_dbos.requests)
+    assert replay_everything(run_id).messages == first.messages
+    assert len(NAPS) == 2 and len(sqlite_dbos.requests) == before
+
+
+def test_compaction_s_summary_call_is_a_step_too(sqlite_dbos: MessagesSimulator) -> None:
+    run_id = start_run("reader", "read all the pages")
+    first = result(run_id)
+    assert first.text == "read them all"
+    steps = [s["function_name"] for s in DBOS.list_workflow_steps(run_id)]
+    assert "model:summary" in steps and steps.count("tool:page") == PAGES
+    assert any(u.purpose == "summary" for u in first.usage.steps)
+    before = len(sqlite_dbos.requests)
+    again = replay_everything(run_id)
+    assert again.messages == first.messages and len(sqlite_dbos.requests) == before  # summary not asked again
+
+
 NOTE = {"version": "v1"}
 
 
@@ -118,8 +223,7 @@ def test_a_replay_goes_on_from_the_history_that_was_sent_not_a_recomputed_one(
     assert original.messages[0]["content"] == "add again [context v1]"
     before, adds = len(sqlite_dbos.requests), len(ADDS)
     NOTE["version"] = "v2"  # a replay would now decide the context differently
-    everything = 1 + max(s["function_id"] for s in DBOS.list_workflow_steps(run_id))
-    replayed = DBOS.fork_workflow(run_id, everything).get_result()  # every step from the record
+    replayed = replay_everything(run_id)
     assert replayed.messages == original.messages
     assert len(sqlite_dbos.requests) == before and len(ADDS) == adds  # nothing asked or run again
 

@@ -14,14 +14,17 @@ so it is not run again and the model reads "outcome unknown" (the same words and
 `took effect` rule as a JSONL session resume, `agent.approval`). A worker killed before
 `started` was recorded draws a fresh nonce on replay: the tool had not started, it runs.
 
-A turn's calls run one after another: DBOS numbers the steps of a workflow in the order
-they start, and a replay must meet them in the same order.
+DBOS numbers the steps of a workflow in the order they start, and a replay must meet them
+in the same order: the `started` steps are taken one after another, then the turn's tool
+steps all start at once in call order (`asyncio.gather` starts them in that order; each
+takes its number before its first await) and run in parallel.
 """
 
 from __future__ import annotations
 
+import asyncio
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 from dbos import DBOS
@@ -56,9 +59,16 @@ class DurableRegistry(ToolRegistry):
     async def arun_all(
         self, calls: Sequence[ToolCall], on_done: Callable[[ToolOutcome], None] | None = None
     ) -> list[ToolOutcome]:
+        cut_off = [await self._started(call) for call in calls]  # one after another: in call order
+        steps = [
+            DBOS.run_step_async({"name": f"tool:{c.name}"}, self._runner(c, cut))
+            for c, cut in zip(calls, cut_off, strict=True)
+        ]
+        # numbered as they start (in call order, before their first await), then run at once
+        records: list[tuple[Any, bool, float]] = await asyncio.gather(*steps)
         outcomes = []
-        for call in calls:
-            outcome = await self._durable_one(call)
+        for call, (value, is_error, seconds) in zip(calls, records, strict=True):
+            outcome = ToolOutcome(call, value, is_error, seconds, self.get(call.name))
             if on_done is not None:
                 on_done(outcome)
             outcomes.append(outcome)
@@ -69,18 +79,22 @@ class DurableRegistry(ToolRegistry):
     ) -> list[ToolOutcome]:
         raise RuntimeError("a durable run's tools run on the event loop (Agent.arun), not run_all")
 
-    async def _durable_one(self, call: ToolCall) -> ToolOutcome:
+    async def _started(self, call: ToolCall) -> bool:
+        """For an irreversible call: record that it starts; True when an earlier execution
+        already did (and so may have run it)."""
         tool_ = self.get(call.name)
-        cut_off = False
-        if tool_ is not None and tool_.irreversible:
-            nonce = uuid.uuid4().hex
-            cut_off = await DBOS.run_step_async({"name": f"started:{call.name}"}, _echo, nonce) != nonce
+        if tool_ is None or not tool_.irreversible:
+            return False
+        nonce = uuid.uuid4().hex
+        return bool(await DBOS.run_step_async({"name": f"started:{call.name}"}, _echo, nonce) != nonce)
 
+    def _runner(
+        self, call: ToolCall, cut_off: bool
+    ) -> Callable[[], Coroutine[Any, Any, tuple[Any, bool, float]]]:
         async def run() -> tuple[Any, bool, float]:
             if cut_off:
                 return unknown_outcome(call), True, 0.0
             [outcome] = await ToolRegistry.arun_all(self, [call])
             return outcome.value, outcome.is_error, outcome.seconds
 
-        value, is_error, seconds = await DBOS.run_step_async({"name": f"tool:{call.name}"}, run)
-        return ToolOutcome(call, value, is_error, seconds, tool_)
+        return run
