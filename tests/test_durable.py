@@ -6,6 +6,7 @@ Skipped when the `scale` extra (dbos) is not installed; the core never imports i
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import signal
@@ -26,8 +27,10 @@ from agent import Agent, tool
 from agent.durable import (
     LocalPostgres,
     RunClient,
+    enqueue_run,
     launch,
     register_agent,
+    register_queue,
     result,
     shutdown,
     start_run,
@@ -198,6 +201,29 @@ def test_compaction_s_summary_call_is_a_step_too(sqlite_dbos: MessagesSimulator)
     before = len(sqlite_dbos.requests)
     again = replay_everything(run_id)
     assert again.messages == first.messages and len(sqlite_dbos.requests) == before  # summary not asked again
+
+
+def test_the_queue_runs_one_at_a_time_in_a_worker_when_told(sqlite_dbos: MessagesSimulator) -> None:
+    register_queue("one-at-a-time", worker_concurrency=1, polling_interval_s=0.05)
+    NAPS.clear()
+    run_ids = [enqueue_run("napper", f"nap {i}", queue="one-at-a-time") for i in range(3)]
+    assert all(result(run_id).text == "napped" for run_id in run_ids)
+    pairs = zip(NAPS[::2], NAPS[1::2], strict=True)
+    runs = sorted((min(a[1], b[1]), max(a[2], b[2])) for a, b in pairs)
+    assert len(runs) == 3
+    for (_, end), (start, _) in itertools.pairwise(runs):
+        assert start >= end
+
+
+def test_the_queue_starts_no_more_runs_per_second_than_its_limit(sqlite_dbos: MessagesSimulator) -> None:
+    register_queue(
+        "one-per-second", worker_concurrency=None, starts_per_period=1, period_s=1.0, polling_interval_s=0.05
+    )
+    run_ids = [enqueue_run("adder", f"add {i}", queue="one-per-second") for i in range(3)]
+    assert all(result(run_id).text == "done" for run_id in run_ids)
+    statuses = [DBOS.get_workflow_status(run_id) for run_id in run_ids]
+    dequeued = sorted(status.dequeued_at or 0 for status in statuses if status is not None)
+    assert len(dequeued) == 3 and dequeued[-1] - dequeued[0] >= 2000  # (stored in whole seconds)
 
 
 NOTE = {"version": "v1"}

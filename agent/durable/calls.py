@@ -89,7 +89,7 @@ async def acall_through_gate(create: Callable[[], Awaitable[Message]]) -> dict[s
 
 def as_record(error: BaseException) -> dict[str, Any]:
     """A failed attempt as plain data: enough to rebuild an error `agent.retry` judges alike."""
-    record: dict[str, Any] = {"error": f"{type(error).__name__}: {error}"[:2000]}
+    record: dict[str, Any] = {"error": str(error)[:2000], "type": type(error).__name__}
     if isinstance(error, anthropic.APIStatusError):
         retry_after = error.response.headers.get("retry-after")
         record.update(kind="status", status=error.status_code, retry_after=retry_after)
@@ -120,7 +120,7 @@ def rebuild_error(record: dict[str, Any]) -> Exception:
         return anthropic.APIResponseValidationError(
             httpx.Response(200, request=_REQUEST), None, message=message
         )
-    return RuntimeError(f"model call failed: {message}")
+    return RuntimeError(f"{record.get('type', 'Error')}: {message}")
 
 
 def rebuild_message(record: dict[str, Any]) -> Message:
