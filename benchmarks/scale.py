@@ -6,8 +6,10 @@ worker processes (`python -m agent.durable.worker`). It enqueues `--runs` runs o
 10-step task: nine turns that each call a reversible `lookup` and, every third turn, an
 irreversible `ship` (which appends one line to a side-effect log, then takes a moment to
 return: the window in which a kill leaves it started but unrecorded), then a final answer.
-When a third of the runs are done it SIGKILLs worker 1 and starts a replacement with
-the same executor id, which recovers the dead worker's runs through the queue.
+When a third of the shipments are done, it SIGKILLs worker 1 the moment that worker
+ships again (inside the irreversible call, before its result is recorded), and starts a
+replacement with the same executor id, which recovers the dead worker's runs through the
+queue (DBOS re-enqueues them; any worker may take them).
 
 * irreversible_repeats: `ship` lines in the side-effect log beyond one per (run, order);
 * lost_results: runs whose result cannot be read by run id, or is not the task's answer;
@@ -73,10 +75,10 @@ def make_agent() -> Agent:
         """
         fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
-            os.write(fd, f"{order}\n".encode())
+            os.write(fd, f"{order} {os.getpid()}\n".encode())
         finally:
             os.close(fd)
-        time.sleep(0.05)  # it shipped; the result is not recorded yet
+        time.sleep(0.25)  # it shipped; the result is not recorded yet
         return f"shipped {order}"
 
     from agent.llm import AnthropicLLM
@@ -185,10 +187,14 @@ def main(argv: list[str] | None = None) -> None:
         expected_ships = ships_per_run * args.runs
 
         def shipped() -> list[str]:
-            return side_effects.read_text().split()
+            return [line.split()[0] for line in side_effects.read_text().splitlines() if line.strip()]
 
         wait_for(lambda: len(shipped()) >= expected_ships // 3, 300)
         victim = workers[0]
+        mine = f" {victim.process.pid}\n"
+        seen = side_effects.read_text().count(mine)
+        # the moment the victim ships again: killed inside the call, before its result is recorded
+        wait_for(lambda: side_effects.read_text().count(mine) > seen, 60, step=0.005)
         victim.process.send_signal(signal.SIGKILL)
         victim.process.wait()
         killed = 1
