@@ -154,6 +154,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--concurrency", type=int, default=4, help="runs at once in each worker")
+    parser.add_argument("--db", choices=["postgres", "sqlite"], default="postgres")
     args = parser.parse_args(argv)
     logging.getLogger("agent").setLevel(logging.ERROR)
 
@@ -169,9 +170,10 @@ def main(argv: list[str] | None = None) -> None:
     client: RunClient | None = None
     try:
         t0 = time.monotonic()
-        pg.start()
+        if args.db == "postgres":
+            pg.start()
         sim.start()
-        db = pg.database_url("agent_scale")
+        db = pg.database_url("agent_scale") if args.db == "postgres" else f"sqlite:///{folder}/runs.sqlite"
         env = {**os.environ, "SCALE_SIM_URL": sim.base_url, "SCALE_SIDE_EFFECTS": str(side_effects)}
         env.pop("ANTHROPIC_API_KEY", None)
         workers = [Worker(f"worker-{i + 1}", db, env, args.concurrency, folder) for i in range(args.workers)]
@@ -234,8 +236,9 @@ def main(argv: list[str] | None = None) -> None:
 
     rows = [
         ("runs enqueued", args.runs),
+        ("database", "Postgres (Debian, localhost)" if args.db == "postgres" else "SQLite file"),
         ("workers (concurrency each)", f"{args.workers} ({args.concurrency})"),
-        ("setup: Postgres + workers (s)", f"{setup_s:.1f}"),
+        (f"setup: {args.db} + workers (s)", f"{setup_s:.1f}"),
         ("worker SIGKILLed at (s)", f"{killed_at:.1f}"),
         ("completed", completed),
         ("lost results", lost),
