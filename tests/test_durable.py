@@ -36,6 +36,7 @@ from agent.durable import (
     start_run,
 )
 from agent.durable.calls import RATE_GATE
+from agent.errors import StepBudgetExceeded
 from agent.messages import blocks, content_text
 from agent.testing.simulator import MessagesSimulator
 
@@ -224,6 +225,15 @@ def test_the_queue_starts_no_more_runs_per_second_than_its_limit(sqlite_dbos: Me
     statuses = [DBOS.get_workflow_status(run_id) for run_id in run_ids]
     dequeued = sorted(status.dequeued_at or 0 for status in statuses if status is not None)
     assert len(dequeued) == 3 and dequeued[-1] - dequeued[0] >= 2000  # (stored in whole seconds)
+
+
+def test_budgets_stop_a_durable_run_as_they_stop_any_run(sqlite_dbos: MessagesSimulator) -> None:
+    register_agent("short", lambda: Agent(llm=sqlite_dbos.llm(), model=MODEL, tools=[add], max_steps=2))
+    run_id = start_run("short", "add more than two")
+    with pytest.raises(StepBudgetExceeded) as stopped:
+        result(run_id)  # read back from the record: the error and the partial run
+    assert stopped.value.result is not None and stopped.value.result.stop_reason == "max_steps"
+    assert [s["function_name"] for s in DBOS.list_workflow_steps(run_id)] == ["model", "tool:add"] * 2
 
 
 NOTE = {"version": "v1"}
