@@ -1,0 +1,65 @@
+"""The agents the durable tests' worker processes run (`--agents tests.durable_agents`).
+
+Configured by environment: DURABLE_SIM_URL (the simulator in the test process) and
+DURABLE_DIR (where the tools leave their side effects and markers).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from agent import Agent, tool
+from agent.durable import WaitForApproval, register_agent
+from agent.llm import AnthropicLLM
+
+
+def side_effect(folder: Path, line: str) -> None:
+    fd = os.open(folder / "side_effects.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    try:
+        os.write(fd, f"{line}\n".encode())
+    finally:
+        os.close(fd)
+
+
+def make_gated_agent() -> Agent:
+    folder = Path(os.environ["DURABLE_DIR"])
+
+    @tool(requires_approval=True)
+    def refund(order: str) -> str:
+        """Refund an order (a person approves it).
+
+        Args:
+            order: the order id.
+        """
+        side_effect(folder, f"refund {order}")
+        return f"refunded {order}"
+
+    @tool(irreversible=True)
+    def ship(order: str) -> str:
+        """Ship an order (irreversible).
+
+        Args:
+            order: the order id.
+        """
+        side_effect(folder, f"ship {order}")
+        marker = folder / "ship.started"
+        if not marker.exists():
+            marker.touch()
+            time.sleep(120)  # the test kills the worker here: shipped, result not recorded
+        return f"shipped {order}"
+
+    llm = AnthropicLLM(base_url=os.environ["DURABLE_SIM_URL"], api_key="sim", max_retries=0)
+    return Agent(
+        llm=llm,
+        model="claude-opus-4-5",
+        tools=[refund, ship],
+        approver=WaitForApproval(timeout_s=120),
+        allow=["ship"],  # trusted: only the refund waits for a person
+        artifacts_dir=None,
+        max_steps=10,
+    )
+
+
+register_agent("gated", make_gated_agent)
