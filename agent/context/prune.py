@@ -178,6 +178,12 @@ def stub_for(block: Mapping[str, Any], name: str, arguments: Mapping[str, Any], 
     return line + "]"
 
 
+_STUBBED = IdentityCache()
+"""tool_result block -> (name, arguments, pointer, its stub or None). A turn waiting for its
+pruning batch is asked about at every step until the batch comes; its blocks, their calls'
+arguments and their pointers do not change meanwhile, so the stub is written once."""
+
+
 def _prunable(
     block: Mapping[str, Any],
     names: Mapping[str, tuple[str, dict[str, Any]]],
@@ -190,11 +196,22 @@ def _prunable(
     name, arguments = names.get(block.get("tool_use_id", ""), ("unknown_tool", {}))
     if protected(name):
         return None
-    text = content_text(block.get("content"))
-    inline = find_pointer(text)  # a pointer the diet left in the text wins: it is what the model saw
+    known = _STUBBED.get(block) if type(block) is dict else None
+    if known is not None and known[0] == name and known[1] is arguments:
+        inline, text_chars = known[2], known[3]
+    else:
+        text = content_text(block.get("content"))
+        inline, text_chars = find_pointer(text), len(text)
+        known = (name, arguments, inline, text_chars, None, None)
+    # a pointer the diet left in the text wins: it is what the model saw
     pointer = marker(inline) if inline else pointer_for(block.get("tool_use_id", ""))
-    stub = stub_for(block, name, arguments, pointer)
-    return stub if len(stub) < len(text) else None
+    if known[5] is not None and known[4] == pointer:
+        stub: str = known[5]
+    else:
+        stub = stub_for(block, name, arguments, pointer)
+        if type(block) is dict:
+            _STUBBED.put(block, (name, arguments, inline, text_chars, pointer, stub))
+    return stub if len(stub) < text_chars else None
 
 
 def prunable_turns(
