@@ -265,7 +265,8 @@ class ToolRegistry:
                     outcomes.append(item.future.result(timeout=remaining))
                 except FutureTimeout:
                     late = f"timeout: {item.call.name} did not finish in {timeout:g}s"
-                    outcomes.append(item.finish(ToolOutcome(item.call, late, True, timeout or 0.0, item.tool)))
+                    late_outcome = ToolOutcome(item.call, late, True, timeout or 0.0, item.tool)
+                    outcomes.append(item.finish(late_outcome))
         except BaseException:
             for item in running:
                 item.abandon()

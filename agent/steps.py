@@ -29,7 +29,7 @@ import inspect
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 from anthropic.types import Message
 
@@ -145,7 +145,8 @@ async def ask(llm: LLM, request: Mapping[str, Any], on_delta: Delta | None) -> M
         if on_delta is not None and astream is not None:
             streamed: Message = await astream(request, on_delta)
             return streamed
-        return await llm.acreate(request)
+        answered: Message = await cast(AsyncLLM, llm).acreate(request)
+        return answered
     stream = getattr(llm, "stream", None)
     if on_delta is None or stream is None:
         return await blocking(llm.create, request)

@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["IDLE_SECONDS", "Workers", "WORKERS"]
+__all__ = ["IDLE_SECONDS", "WORKERS", "Workers"]
 
 log = logging.getLogger("agent")
 
