@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import functools
 import inspect
 import json
 import pstats
@@ -68,6 +69,12 @@ def _rows(page: int) -> list[dict[str, Any]]:
     ]
 
 
+@functools.lru_cache(maxsize=None)
+def page_json(page: int) -> str:
+    """The JSON text of one page (~2.5k chars), computed once per page: see `one_run`."""
+    return json.dumps(_rows(page))
+
+
 @tool(compress=False)
 def fetch_orders(page: int) -> str:
     """One page of the customer's order history, as JSON rows.
@@ -75,7 +82,7 @@ def fetch_orders(page: int) -> str:
     Args:
         page: page number, from 1.
     """
-    return json.dumps(_rows(page))
+    return page_json(page)
 
 
 @tool
@@ -109,7 +116,7 @@ def history(size: int) -> list[dict[str, Any]]:
         messages.append(
             {
                 "role": "user",
-                "content": [{"type": "tool_result", "tool_use_id": call_id, "content": json.dumps(_rows(k))}],
+                "content": [{"type": "tool_result", "tool_use_id": call_id, "content": page_json(k)}],
             }
         )
     final = {"type": "text", "text": "Pages read; no refund due."}
@@ -223,6 +230,8 @@ def one_run(
         on_event=on_event,
     )
     prior = history(size)
+    for page in range(500, 500 + model.steps):  # the tool's own work becomes a lookup (see the docstring)
+        page_json(page)
     if profiler is not None:
         profiler.enable()
     agent.run("Now check page 500 onwards.", history=prior)

@@ -136,9 +136,30 @@ def _calls_in(message: Msg) -> tuple[tuple[str, tuple[str, Any]], ...]:
     )
 
 
+_NAMES: list[tuple[list[Msg], dict[str, tuple[str, dict[str, Any]]]]] = []
+"""The last history `_names_by_id` read and its answer: a history that only grew since is
+answered by adding its new messages' calls (a later call with a reused id wins, as in
+`tool_names_by_id`); any other history is read whole."""
+
+
 def _names_by_id(messages: Sequence[Msg]) -> dict[str, tuple[str, dict[str, Any]]]:
-    """What `tool_names_by_id(messages)` returns, each message read once however long the run."""
-    return dict(itertools.chain.from_iterable(memoized(_CALLS, messages, _calls_in)))
+    """What `tool_names_by_id(messages)` returns (not to be edited), each message read once
+    however long the run."""
+    if _NAMES:
+        seen, names = _NAMES[0]
+        if (
+            len(seen) <= len(messages)
+            and (not seen or (seen[0] is messages[0] and seen[-1] is messages[len(seen) - 1]))
+            and all(map(operator.is_, seen, messages))
+        ):
+            if len(seen) < len(messages):
+                added = itertools.chain.from_iterable(map(_calls_in, messages[len(seen) :]))
+                names = {**names, **dict(added)}
+                _NAMES[0] = (list(messages), names)
+            return names
+    names = dict(itertools.chain.from_iterable(memoized(_CALLS, messages, _calls_in)))
+    _NAMES[:] = [(list(messages), names)]
+    return names
 
 
 def tool_result_turns(messages: Sequence[Msg]) -> list[int]:
