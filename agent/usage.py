@@ -169,8 +169,10 @@ class _Totals:
         self.unpriced = 0
 
     def sync(self, steps: list[Usage]) -> _Totals:
-        if steps is not self.source or len(steps) < self.counted or (
-            self.counted and steps[self.counted - 1] is not self.last
+        if (
+            steps is not self.source
+            or len(steps) < self.counted
+            or (self.counted and steps[self.counted - 1] is not self.last)
         ):
             self.reset(steps)
         for step in steps[self.counted :]:

@@ -96,7 +96,6 @@ class Workers:
         with self._lock:
             return len(self._idle)
 
-
     def forget(self) -> None:
         """In a forked child: the parent's threads do not exist there."""
         self._lock = threading.Lock()

@@ -73,7 +73,7 @@ def _rows(page: int) -> list[dict[str, Any]]:
     ]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def page_json(page: int) -> str:
     """The JSON text of one page (~2.5k chars), computed once per page: see `one_run`."""
     return json.dumps(_rows(page))
