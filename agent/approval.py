@@ -45,7 +45,7 @@ from pydantic import ValidationError
 from agent.registry import Tool, ToolCall, ToolOutcome, ToolRegistry
 from agent.render import renderable
 from agent.session import Session
-from agent.steps import blocking
+from agent.steps import blocking, on_private_loop
 
 __all__ = ["Approver", "TerminalApprover", "arun_guarded", "deny_by_default", "reveal", "run_guarded"]
 
@@ -193,7 +193,8 @@ async def arun_guarded(
     """`run_guarded` on the event loop (`ToolRegistry.arun_all`). The gate runs off the loop
     (`agent.steps.blocking`): an approver may wait on a person, and other runs must not."""
     turn = await blocking(_Turn, registry, calls, session, approver, allow)
-    return turn.outcomes(await registry.arun_all(turn.to_run, on_done=turn.finished))
+    ran = await registry.arun_all(turn.to_run, on_done=turn.finished, block=on_private_loop())
+    return turn.outcomes(ran)
 
 
 class _Turn:

@@ -39,7 +39,7 @@ def check_budgets(config: AgentConfig, request: Mapping[str, Any], state: RunSta
         return
     write = price.cache_write_1h if config.cache_ttl == "1h" else price.cache_write_5m
     worst = max(price.input, write) if config.cache else price.input
-    so_far = sum(step.cost_usd or 0.0 for step in state.usage.steps)  # an unpriced step adds 0
+    so_far = state.usage.priced_cost_usd  # an unpriced step adds 0
     next_call = coming * worst / 1e6 + config.models.fees.most(request)  # server tools' fees at most
     if so_far + next_call > config.max_cost_usd:
         raise CostBudgetExceeded(

@@ -44,6 +44,7 @@ from agent.render import describe_error, renderable, safe_text
 from agent.schema import check_sendable, input_model_for, json_schema, parse_docstring
 from agent.server_tools import ServerTool, server_tool
 from agent.signature import call_arguments, caller_locals, describe_callable
+from agent.workers import WORKERS
 
 __all__ = ["MAX_OUTPUT_CHARS", "Tool", "ToolCall", "ToolOutcome", "ToolRegistry", "bound_output"]
 __all__ += ["input_problem", "safe_text", "tool"]
@@ -263,40 +264,59 @@ class ToolRegistry:
     def run_all(
         self, calls: Sequence[ToolCall], on_done: Callable[[ToolOutcome], None] | None = None
     ) -> list[ToolOutcome]:
-        """Run every call at once (one daemon thread each); outcomes in call order.
+        """Run every call at once (each on its own daemon thread); outcomes in call order.
 
         `on_done(outcome)` runs the moment each call ends (in its thread), so a caller can
         make each result durable while slower calls are still running; an exception it
-        raises (a full disk, say) is re-raised here. Daemon threads rather than a pool: a
-        tool that hangs past its timeout is abandoned with an error result and cannot keep
-        the process alive on exit.
+        raises (a full disk, say) is re-raised here. Daemon threads (`agent.workers`: kept
+        for the next call, never shared by two calls at once) rather than a bounded pool: a
+        tool that hangs past its timeout is abandoned with an error result, holds only its
+        own thread, and cannot keep the process alive on exit.
         """
+        return self._join([_Running(call, self.get(call.name), on_done) for call in calls])
+
+    def _join(self, running: list[_Running]) -> list[ToolOutcome]:
+        """Start each call on a worker thread and wait for all, each up to its timeout. Stopped
+        while waiting (Ctrl-C), later outcomes are no longer reported."""
         started = time.monotonic()
-        running = [_Running(call, self.get(call.name), on_done) for call in calls]
         for item in running:
-            threading.Thread(
-                target=item.work, args=(self.run_one,), name=f"tool-{item.call.name}", daemon=True
-            ).start()
+            WORKERS.start(item.work, self.run_one, name=f"tool-{item.call.name}")
         outcomes = []
-        for item in running:
-            timeout = self._timeout_for(item.tool)
-            remaining = None if timeout is None else max(0.0, started + timeout - time.monotonic())
-            try:
-                outcomes.append(item.future.result(timeout=remaining))
-            except FutureTimeout:
-                late = f"timeout: {item.call.name} did not finish in {timeout:g}s"
-                outcomes.append(item.finish(ToolOutcome(item.call, late, True, timeout or 0.0, item.tool)))
+        try:
+            for item in running:
+                timeout = self._timeout_for(item.tool)
+                remaining = None if timeout is None else max(0.0, started + timeout - time.monotonic())
+                try:
+                    outcomes.append(item.future.result(timeout=remaining))
+                except FutureTimeout:
+                    late = f"timeout: {item.call.name} did not finish in {timeout:g}s"
+                    late_outcome = ToolOutcome(item.call, late, True, timeout or 0.0, item.tool)
+                    outcomes.append(item.finish(late_outcome))
+        except BaseException:
+            for item in running:
+                item.abandon()
+            raise
         return outcomes
 
     async def arun_all(
-        self, calls: Sequence[ToolCall], on_done: Callable[[ToolOutcome], None] | None = None
+        self,
+        calls: Sequence[ToolCall],
+        on_done: Callable[[ToolOutcome], None] | None = None,
+        *,
+        block: bool = False,
     ) -> list[ToolOutcome]:
         """`run_all` for the event loop: async tools run concurrently on it, the others each in
         a daemon thread (as in `run_all`, so a hung one cannot keep the process alive), each
         bounded by its timeout; outcomes in call order. Cancelled, it cancels the async tools;
         threads cannot be stopped, and what they finish after that is no longer reported.
-        An async tool that blocks the event loop (`time.sleep`) blocks every run on it."""
+        An async tool that blocks the event loop (`time.sleep`) blocks every run on it.
+
+        `block=True` says the event loop serves this run alone (`Agent.run`'s private loop):
+        a turn of sync tools is then waited for in place, as `run_all` does, without the
+        loop's futures and wake-ups around each call."""
         running = [_Running(call, self.get(call.name), on_done) for call in calls]
+        if block and not any(item.tool is not None and is_async(item.tool.fn) for item in running):
+            return self._join(running)
         try:
             return list(await asyncio.gather(*(self._await_one(item) for item in running)))
         except BaseException:
@@ -430,8 +450,7 @@ class _Running:
                 loop.call_soon_threadsafe(_copy_outcome, source, landed)
 
         self.future.add_done_callback(land)
-        name = f"tool-{self.call.name}"
-        threading.Thread(target=self.work, args=(run_one,), name=name, daemon=True).start()
+        WORKERS.start(self.work, run_one, name=f"tool-{self.call.name}")
         return landed
 
     def work(self, run_one: Callable[[ToolCall], ToolOutcome]) -> None:

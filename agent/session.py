@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import operator
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -237,6 +238,9 @@ class Session:
     def record_usage(self, state: RunState) -> None:
         """The model calls billed since the last record, with the token-estimate calibration
         (so a resumed run estimates, and so checks its budgets, as the original did)."""
+        if self._file is None:  # kept in memory only: nothing to write, nothing to encode
+            self._usage_written = len(state.usage.steps)
+            return
         kept = state.calibration
         calibration = {"ratio": kept.ratio, "samples": kept.samples, "hidden": kept.hidden}
         for step in state.usage.steps[self._usage_written :]:
@@ -248,6 +252,8 @@ class Session:
         history since the last turn, record the messages that changed (by position)."""
         new, history = list(new), state.messages
         self.record_usage(state)
+        if self._file is None:  # kept in memory only: the history is the run's, not ours to diff
+            return
         if history is not self._history:
             changed = _changed(self._history, history)
             if changed or len(history) != len(self._history):
@@ -278,8 +284,16 @@ class Session:
 
 def _changed(old: Sequence[Msg], new: Sequence[Msg]) -> dict[str, Msg]:
     """The messages of `new` that differ from `old` at the same position, by index."""
-    return {
-        str(i): message
-        for i, message in enumerate(new)
-        if i >= len(old) or (message is not old[i] and message != old[i])
-    }
+    same = list(map(operator.is_, new, old))  # identity first, in C: most messages are shared
+    changed: dict[str, Msg] = {}
+    start = 0
+    while True:
+        try:
+            index = same.index(False, start)
+        except ValueError:
+            break
+        if new[index] != old[index]:
+            changed[str(index)] = new[index]
+        start = index + 1
+    changed.update((str(i), new[i]) for i in range(len(old), len(new)))
+    return changed

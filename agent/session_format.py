@@ -113,8 +113,19 @@ class Ledger:
     seen: dict[str, str] = field(default_factory=dict)
     """tool_use id → fingerprint of the latest call that used it."""
 
+    _known: dict[int, tuple[ToolCall, Any, str]] = field(default_factory=dict, repr=False, compare=False)
+    """id(call) -> (call, its input, fingerprint): a call is fingerprinted when it is listed,
+    checked, approved, started and settled; its input is the history's, never edited in place."""
+
     def fingerprint(self, call: ToolCall) -> str:
-        return fingerprint(call, self.key)
+        known = self._known.get(id(call))
+        if known is not None and known[0] is call and known[1] is call.input:
+            return known[2]
+        found = fingerprint(call, self.key)
+        if len(self._known) >= 256:
+            self._known.clear()
+        self._known[id(call)] = (call, call.input, found)
+        return found
 
     def call_key(self, call: ToolCall) -> CallKey:
         return call.id, self.fingerprint(call)

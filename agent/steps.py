@@ -27,8 +27,9 @@ import contextlib
 import contextvars
 import inspect
 import threading
+import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 from anthropic.types import Message
 
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from agent.session import Session
     from agent.state import RunResult, RunState
 
-__all__ = ["ask", "blocking", "recorded", "run_sync", "settle"]
+__all__ = ["ask", "blocking", "on_private_loop", "recorded", "run_sync", "settle"]
 
 T = TypeVar("T")
 
@@ -68,9 +69,10 @@ def run_sync(work: Callable[[], Coroutine[Any, Any, T]]) -> T:
         try:
             return loop.run_until_complete(task)
         except BaseException:  # Ctrl-C while the loop waited: the run still records `stopped`
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                loop.run_until_complete(task)
+            if not task.done():  # raised inside the run (a blocking call), it has recorded it already;
+                task.cancel()  # and waiting again on a task KeyboardInterrupt ended never returns
+                with contextlib.suppress(BaseException):
+                    loop.run_until_complete(task)
             raise
         finally:
             _close(loop)
@@ -95,6 +97,12 @@ def _close(loop: asyncio.AbstractEventLoop) -> None:
     loop.close()
 
 
+def on_private_loop() -> bool:
+    """True inside `run_sync`: the running event loop serves this one run, so a step may
+    block it (a sync model call, a turn of sync tools) instead of handing off to a thread."""
+    return _PRIVATE_LOOP.get()
+
+
 async def blocking(fn: Callable[..., T], /, *args: Any) -> T:
     """`fn(*args)`, a call that blocks: in a worker thread, or in place on `run`'s private loop."""
     if _PRIVATE_LOOP.get():
@@ -113,14 +121,32 @@ async def settle(value: Any) -> Any:
     return value
 
 
+_KINDS: weakref.WeakKeyDictionary[Any, tuple[bool, bool]] = weakref.WeakKeyDictionary()
+"""llm -> (an `AsyncLLM`, an `LLM`): a protocol check walks the class each time, every step."""
+
+
+def _kinds(llm: object) -> tuple[bool, bool]:
+    try:
+        known = _KINDS.get(llm)
+    except TypeError:  # unhashable, or no weak reference to it: checked each time
+        return isinstance(llm, AsyncLLM), isinstance(llm, LLM)
+    if known is None:
+        known = isinstance(llm, AsyncLLM), isinstance(llm, LLM)
+        with contextlib.suppress(TypeError):
+            _KINDS[llm] = known
+    return known
+
+
 async def ask(llm: LLM, request: Mapping[str, Any], on_delta: Delta | None) -> Message:
     """One attempt through the seam, streamed when `on_delta` is given and the LLM can stream."""
-    if isinstance(llm, AsyncLLM) and not (_PRIVATE_LOOP.get() and isinstance(llm, LLM)):
+    is_async, is_sync = _kinds(llm)
+    if is_async and not (_PRIVATE_LOOP.get() and is_sync):
         astream = getattr(llm, "astream", None)
         if on_delta is not None and astream is not None:
             streamed: Message = await astream(request, on_delta)
             return streamed
-        return await llm.acreate(request)
+        answered: Message = await cast(AsyncLLM, llm).acreate(request)
+        return answered
     stream = getattr(llm, "stream", None)
     if on_delta is None or stream is None:
         return await blocking(llm.create, request)

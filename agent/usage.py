@@ -105,7 +105,14 @@ class Usage:
         price = price or models.price(message.model)
         server = u.server_tool_use.model_dump() if u.server_tool_use is not None else {}
         fees = models.fees.cost(server)
-        cost = cost_of(u.model_dump(), price) + fees if price is not None else None
+        parts = {
+            "input_tokens": u.input_tokens,
+            "cache_creation_input_tokens": write,
+            "cache_creation": {"ephemeral_1h_input_tokens": write_1h},
+            "cache_read_input_tokens": read,
+            "output_tokens": u.output_tokens,
+        }
+        cost = cost_of(parts, price) + fees if price is not None else None
         tools = tuple(b.name for b in message.content if b.type == "tool_use")
         changes = getattr(message, "input_transformations", None) or []
         dropped = sum(1 for c in changes if isinstance(c, dict) and c.get("type") == "thinking_dropped")
@@ -155,15 +162,67 @@ class Usage:
         return record
 
 
+class _Totals:
+    """Running sums over a run's records, brought up to date by folding in only the records
+    added since the last read. Appends are the normal case (`RunUsage.add`, or a caller's own
+    `steps.append`); a list replaced, shortened or rewritten at its newest counted record is
+    summed again from the start, so a total is never stale."""
+
+    def __init__(self) -> None:
+        self.reset(None)
+
+    def reset(self, source: list[Usage] | None) -> None:
+        self.source = source
+        self.counted = 0
+        self.last: Usage | None = None
+        self.uncached = self.cache_read = self.cache_write = self.output = self.prompt = 0
+        self.largest_prompt = 0
+        self.cost = 0.0
+        """Dollars of the priced records (an unpriced one adds nothing)."""
+        self.unpriced = 0
+
+    def sync(self, steps: list[Usage]) -> _Totals:
+        if (
+            steps is not self.source
+            or len(steps) < self.counted
+            or (self.counted and steps[self.counted - 1] is not self.last)
+        ):
+            self.reset(steps)
+        for step in steps[self.counted :]:
+            self.uncached += step.uncached
+            self.cache_read += step.cache_read
+            self.cache_write += step.cache_write
+            self.output += step.output
+            prompt = step.prompt
+            self.prompt += prompt
+            self.largest_prompt = max(self.largest_prompt, prompt)
+            if step.cost_usd is None:
+                self.unpriced += 1
+            else:
+                self.cost += step.cost_usd
+        if len(steps) > self.counted:
+            self.counted, self.last = len(steps), steps[-1]
+        return self
+
+
 @dataclass
 class RunUsage:
-    """Per-step records of a run and their totals."""
+    """Per-step records of a run and their totals (kept as running sums: a step's budget check
+    and log line cost the same at step 5 as at step 500)."""
 
     steps: list[Usage] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        self._totals = _Totals()
+
+    @property
+    def totals(self) -> _Totals:
+        return self._totals.sync(self.steps)
+
     def add(self, record: Usage, jsonl: Path | None = None) -> None:
         self.steps.append(record)
-        log.info(record.line(self.cache_hit_ratio))
+        if log.isEnabledFor(logging.INFO):
+            log.info(record.line(self.cache_hit_ratio))
         if jsonl is not None:
             try:
                 with jsonl.open("a", encoding="utf-8") as out:
@@ -171,44 +230,47 @@ class RunUsage:
             except OSError as error:  # a log that cannot be written must not end a paid-for run
                 log.warning("usage log %s not written: %s", jsonl, error)
 
-    def _sum(self, name: str) -> int:
-        return sum(getattr(step, name) for step in self.steps)
-
     @property
     def uncached(self) -> int:
-        return self._sum("uncached")
+        return self.totals.uncached
 
     @property
     def cache_read(self) -> int:
-        return self._sum("cache_read")
+        return self.totals.cache_read
 
     @property
     def cache_write(self) -> int:
-        return self._sum("cache_write")
+        return self.totals.cache_write
 
     @property
     def output(self) -> int:
-        return self._sum("output")
+        return self.totals.output
 
     @property
     def prompt(self) -> int:
         """Cumulative prompt tokens over all calls (what `max_input_tokens` limits)."""
-        return self._sum("prompt")
+        return self.totals.prompt
 
     @property
     def cost_usd(self) -> float | None:
         """Total dollars, or None as soon as one step's model had no known price."""
-        costs = [step.cost_usd for step in self.steps]
-        return None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
+        totals = self.totals
+        return None if totals.unpriced else totals.cost
+
+    @property
+    def priced_cost_usd(self) -> float:
+        """Dollars of the calls with a known price (an unpriced call adds 0): what a budget counts."""
+        return self.totals.cost
 
     @property
     def cache_hit_ratio(self) -> float:
         """Share of all prompt tokens that were read from the cache."""
-        return self.cache_read / self.prompt if self.prompt else 0.0
+        totals = self.totals
+        return totals.cache_read / totals.prompt if totals.prompt else 0.0
 
     @property
     def largest_prompt(self) -> int:
-        return max((step.prompt for step in self.steps), default=0)
+        return self.totals.largest_prompt
 
     def summary(self) -> str:
         cost = "?" if self.cost_usd is None else f"{self.cost_usd:.4f}"

@@ -10,10 +10,13 @@ uncached reference written out here: the code as it was before the caches.
 
 from __future__ import annotations
 
+import contextvars
 import copy
 import json
 import math
 import os
+import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -23,15 +26,24 @@ from hypothesis import strategies as st
 
 from agent import tool
 from agent.context import tokens
+from agent.context.artifacts import find_pointer, marker
 from agent.context.cache import _pruning_frontier, mark_breakpoints, strip_cache_control
 from agent.context.compact import compact
 from agent.context.guard import PrefixGuard, prefix_changes, same_ignoring_cache_control
-from agent.context.prune import _prunable, is_stub, prunable_turns, prune, tool_result_turns
+from agent.context.prune import (
+    _names_by_id,
+    _prunable,
+    is_stub,
+    prunable_turns,
+    prune,
+    stub_for,
+    tool_result_turns,
+)
 from agent.context.tokens import Calibration, IdentityCache, PrefixMemo, estimate_tokens, memoized
-from agent.messages import Msg, blocks, tool_names_by_id
+from agent.messages import Msg, blocks, content_text, tool_names_by_id
 from agent.registry import ToolRegistry
 from agent.schema import json_schema
-from agent.usage import Usage
+from agent.usage import RunUsage, Usage
 
 EXAMPLES = int(os.environ.get("AGENT_PROPERTY_EXAMPLES", "150"))
 PROFILE = settings(
@@ -292,6 +304,18 @@ def test_pruning_decisions_equal_the_full_scan_at_every_step(
         assert prunable_turns(messages, keep_recent, protected) == reference_prunable_turns(
             messages, keep_recent, protected
         )
+        names = tool_names_by_id(messages)
+        assert _names_by_id(messages) == names  # grown, rewritten, or ids reused: the full map's answer
+        for message in messages:
+            for block in blocks(message):
+                if block.get("type") == "tool_result" and not is_stub(block.get("content")):
+                    name, arguments = names.get(block.get("tool_use_id", ""), ("unknown_tool", {}))
+                    text = content_text(block.get("content"))
+                    inline = find_pointer(text)
+                    for pointer in (None, "artifact:x.json", None):  # cached, then asked with another
+                        stub = stub_for(block, name, arguments, marker(inline) if inline else pointer)
+                        expected = None if protected(name) or len(stub) >= len(text) else stub
+                        assert _prunable(block, names, protected, lambda _id, p=pointer: p) == expected
 
 
 def test_values_that_compare_equal_but_serialise_differently_are_not_confused() -> None:
@@ -442,3 +466,280 @@ def test_a_stub_left_by_pruning_settles_its_turn() -> None:
     pruned = prune(messages, 2)
     assert prunable_turns(pruned, 2) == [] == reference_prunable_turns(pruned, 2, lambda name: False)
     assert all(is_stub(blocks(pruned[i])[0]["content"]) for i in (2, 4, 6, 8, 10, 12))
+
+
+# -- running totals, dispatch, memos added for the overhead target --------------------------------
+
+
+def _record(step: int, cost: float | None, prompt: int = 100) -> Usage:
+    return Usage(step, "claude-opus-5", None, prompt, prompt // 2, prompt // 3, 7, cost)
+
+
+def reference_totals(steps: Sequence[Usage]) -> tuple[int, int, int, int, int, float | None, float, int]:
+    costs = [s.cost_usd for s in steps]
+    return (
+        sum(s.uncached for s in steps),
+        sum(s.cache_read for s in steps),
+        sum(s.cache_write for s in steps),
+        sum(s.output for s in steps),
+        sum(s.prompt for s in steps),
+        None if any(c is None for c in costs) else sum(c for c in costs if c is not None),
+        sum(s.cost_usd or 0.0 for s in steps),
+        max((s.prompt for s in steps), default=0),
+    )
+
+
+def totals_of(usage: RunUsage) -> tuple[int, int, int, int, int, float | None, float, int]:
+    return (
+        usage.uncached,
+        usage.cache_read,
+        usage.cache_write,
+        usage.output,
+        usage.prompt,
+        usage.cost_usd,
+        usage.priced_cost_usd,
+        usage.largest_prompt,
+    )
+
+
+@PROFILE
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["add", "append", "replace_last", "new_list", "pop", "resume"]),
+            st.one_of(st.none(), st.floats(0, 3)),
+            st.integers(0, 5000),
+        ),
+        max_size=40,
+    )
+)
+def test_running_usage_totals_equal_the_full_sums_whatever_happens_to_the_list(
+    actions: list[tuple[str, float | None, int]],
+) -> None:
+    usage = RunUsage()
+    for step, (action, cost, prompt) in enumerate(actions):
+        record = _record(step, cost, prompt)
+        if action == "add":
+            usage.add(record)
+        elif action == "append":  # a caller's own append, as examples/_runner.py does
+            usage.steps.append(record)
+        elif action == "replace_last" and usage.steps:
+            usage.steps[-1] = record
+        elif action == "new_list":
+            usage.steps = [*usage.steps, record]
+        elif action == "pop" and usage.steps:
+            usage.steps.pop()
+        elif action == "resume":  # what `aresume` builds from the saved records
+            usage = RunUsage(list(usage.steps))
+        assert totals_of(usage) == reference_totals(usage.steps)
+        assert usage.cache_hit_ratio == (
+            reference_totals(usage.steps)[1] / reference_totals(usage.steps)[4]
+            if usage.steps and reference_totals(usage.steps)[4]
+            else 0.0
+        )
+
+
+def test_a_resumed_run_checks_its_cost_budget_against_the_whole_run(tmp_path: Any) -> None:
+    from agent import Agent
+    from agent.errors import CostBudgetExceeded, StepBudgetExceeded
+    from agent.session import read_session
+    from agent.testing import ScriptedLLM, reply, tool_use
+
+    @tool
+    def note(text: str) -> str:
+        """Notes.
+
+        Args:
+            text: what to note.
+        """
+        return "noted " + text
+
+    big = {"input_tokens": 150_000, "output_tokens": 10}
+    script = [reply(tool_use("note", {"text": str(i)}), **big) for i in range(6)] + [reply("done")]
+    path = tmp_path / "s.jsonl"
+    with pytest.raises(StepBudgetExceeded):
+        Agent(llm=ScriptedLLM(script[:2]), tools=[note], max_steps=2, artifacts_dir=None).run(
+            "go", session=path
+        )
+    spent_before = sum(u.cost_usd or 0 for u in read_session(path).usage)
+    assert spent_before > 0
+    budget = spent_before + 0.5  # the next call's worst case passes this only if the earlier spend counts
+    agent = Agent(llm=ScriptedLLM(script[2:]), tools=[note], max_cost_usd=budget, artifacts_dir=None)
+    with pytest.raises(CostBudgetExceeded) as stopped:
+        agent.resume(path)
+    assert stopped.value.result.usage.priced_cost_usd == pytest.approx(
+        sum(u.cost_usd or 0 for u in stopped.value.result.usage.steps)
+    )
+    assert stopped.value.result.usage.priced_cost_usd >= spent_before
+
+
+def _agent_running(tools: list[Any], calls: list[dict[str, Any]], **options: Any) -> Any:
+    from agent import Agent
+    from agent.testing import ScriptedLLM, reply
+
+    return Agent(llm=ScriptedLLM([reply(*calls), reply("done")]), tools=tools, artifacts_dir=None, **options)
+
+
+def test_run_keeps_call_order_and_runs_slow_sync_tools_in_parallel() -> None:
+    from agent.testing import tool_use
+
+    @tool
+    def wait(seconds: float, label: str) -> str:
+        """Waits.
+
+        Args:
+            seconds: how long.
+            label: a name.
+        """
+        time.sleep(seconds)
+        return f"{label} after {seconds}"
+
+    calls = [tool_use("wait", {"seconds": s, "label": n}) for n, s in (("a", 0.4), ("b", 0.01), ("c", 0.4))]
+    agent = _agent_running([wait], calls)
+    started = time.monotonic()
+    result = agent.run("go")
+    took = time.monotonic() - started
+    results = [b["content"] for b in result.messages[-2]["content"]]
+    assert results == ["a after 0.4", "b after 0.01", "c after 0.4"]  # call order, not finishing order
+    assert took < 0.75  # the two slow ones overlapped
+
+
+def test_run_times_out_a_hung_sync_tool_and_the_others_still_answer() -> None:
+    from agent.testing import tool_use
+
+    release = threading.Event()
+
+    @tool(timeout=0.3)
+    def hang() -> str:
+        """Hangs."""
+        release.wait(5)
+        return "late"
+
+    @tool
+    def quick() -> str:
+        """Quick."""
+        return "quick"
+
+    agent = _agent_running([hang, quick], [tool_use("hang", {}), tool_use("quick", {})])
+    started = time.monotonic()
+    try:
+        result = agent.run("go")
+    finally:
+        release.set()
+    assert time.monotonic() - started < 2
+    blocks_ = result.messages[-2]["content"]
+    assert blocks_[0]["is_error"] and "timeout" in blocks_[0]["content"]
+    assert blocks_[1]["content"] == "quick"
+
+
+def test_worker_threads_are_reused_and_give_each_call_a_fresh_context() -> None:
+    from agent.workers import Workers
+
+    pool = Workers(idle_seconds=5)
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
+    seen: list[tuple[int, str]] = []
+    done = threading.Semaphore(0)
+
+    def job(value: str) -> None:
+        seen.append((threading.get_ident(), var.get()))
+        var.set(value)
+        done.release()
+
+    for n in range(20):
+        pool.start(job, f"v{n}")
+        assert done.acquire(timeout=5)
+        while pool.idle == 0:  # the worker goes back to rest just after the job
+            time.sleep(0.001)
+    assert len({ident for ident, _ in seen}) == 1  # one thread served all twenty, one after another
+    assert all(value == "unset" for _, value in seen)  # nothing one call set leaked into the next
+
+    gate = threading.Event()
+    idents: list[int] = []
+
+    def blocked() -> None:
+        idents.append(threading.get_ident())
+        gate.wait(5)
+
+    pool.start(blocked)
+    pool.start(blocked)  # the only idle thread is busy: a second one starts, no queueing
+    deadline = time.monotonic() + 5
+    while len(idents) < 2 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    gate.set()
+    assert len(set(idents)) == 2
+
+
+def test_idle_workers_retire() -> None:
+    from agent.workers import Workers
+
+    pool = Workers(idle_seconds=0.05)
+    done = threading.Event()
+    pool.start(done.set)
+    assert done.wait(5)
+    deadline = time.monotonic() + 5
+    while pool.idle and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert pool.idle == 0
+
+
+def test_ctrl_c_inside_a_blocking_model_call_stops_run_at_once(tmp_path: Any) -> None:
+    """`run` calls a sync model in place; a KeyboardInterrupt there ends the task itself, and
+    waiting on such a task again never returns (the run used to hang here)."""
+    import signal
+
+    from agent import Agent
+
+    class SlowLLM:
+        def create(self, request: Mapping[str, Any]) -> Any:
+            time.sleep(3)
+            raise AssertionError("not interrupted")
+
+    main = threading.main_thread().ident
+    assert main is not None
+    path = tmp_path / "s.jsonl"
+    threading.Timer(0.2, signal.pthread_kill, (main, signal.SIGINT)).start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        Agent(llm=SlowLLM(), artifacts_dir=None).run("go", session=path)
+    assert time.monotonic() - started < 2.5
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert lines[-1]["event"] == "stopped"
+
+
+def test_a_message_marked_twice_is_the_same_copy_and_the_original_stays_unmarked() -> None:
+    first = {"role": "user", "content": [{"type": "text", "text": "a"}]}
+    second = {"role": "assistant", "content": "b"}
+    history = [first, second]
+    a = mark_breakpoints({"system": "s", "messages": history}, "5m")
+    b = mark_breakpoints({"system": "s", "messages": history}, "5m")
+    c = mark_breakpoints({"system": "s", "messages": history}, "1h")
+    assert a["messages"][1] is b["messages"][1] and a["system"][0] is b["system"][0]
+    assert c["messages"][1]["content"][-1]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+    assert a["messages"][1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert "cache_control" not in json.dumps(history)
+    one = mark_breakpoints({"system": [{"type": "text", "text": "s", "n": 1}], "messages": []})
+    true = mark_breakpoints({"system": [{"type": "text", "text": "s", "n": True}], "messages": []})
+    assert json.dumps(one["system"]) != json.dumps(true["system"])  # equal keys, different JSON
+
+
+def test_fingerprints_are_remembered_per_call_only() -> None:
+    from agent.registry import ToolCall
+    from agent.session_format import Ledger, fingerprint
+
+    ledger = Ledger()
+    call = ToolCall("t1", "refund", {"order": "A1"})
+    assert ledger.fingerprint(call) == ledger.fingerprint(call) == fingerprint(call, ledger.key)
+    other = ToolCall("t1", "refund", {"order": "A2"})  # the same id, another action
+    assert ledger.fingerprint(other) == fingerprint(other, ledger.key) != ledger.fingerprint(call)
+
+
+def test_the_request_estimate_follows_a_request_changed_in_place() -> None:
+    history: list[Msg] = [{"role": "user", "content": "go"}]
+    request = {"model": "claude-opus-5", "max_tokens": 100, "messages": history}
+    assert estimate_tokens(request) == reference_estimate(request)
+    history.append({"role": "assistant", "content": "x" * 400})  # the very list, grown
+    assert estimate_tokens(request) == reference_estimate(request)
+    request["max_tokens"] = 100_000_000
+    assert estimate_tokens(request) == reference_estimate(request)
+    request["system"] = "y" * 50
+    assert estimate_tokens(request) == reference_estimate(request)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -154,12 +155,30 @@ def resolve_artifact(root: str | Path, name: str) -> Path:
     return Path(root) / folder / name
 
 
+_TEMP_PREFIX = uuid.uuid4().hex[:12]
+_TEMP_COUNTER = itertools.count()
+
+
+def _reset_temp_prefix() -> None:
+    global _TEMP_PREFIX
+    _TEMP_PREFIX = uuid.uuid4().hex[:12]  # a forked child must not reuse its parent's names
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_temp_prefix)
+
+
 def _safe_folder_name(run_id: str) -> str:
     """`run_id` as one folder name; a distinct suffix when it had to be changed or cut."""
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", run_id).lstrip(".")[:80] or "run"
     if safe != run_id:
         safe += "-" + hashlib.sha256(run_id.encode("utf-8", errors="surrogatepass")).hexdigest()[:8]
     return safe
+
+
+def _close_quietly(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        os.close(fd)
 
 
 class ArtifactStore:
@@ -187,6 +206,8 @@ class ArtifactStore:
         self._lease: Lease | None = None
         self._release: weakref.finalize[Any, Any] | None = None
         self._index: dict[str, str] | None = None
+        self._index_fd: int | None = None
+        self._release_index: weakref.finalize[Any, Any] | None = None
         self._total: int | None = None
 
     @classmethod
@@ -197,6 +218,7 @@ class ArtifactStore:
     def close(self) -> None:
         """Release this run's lease (its folder may then be cleaned up once it is old enough)."""
         with self._lock:
+            self._close_index()
             if self._release is not None:
                 self._release()
             self._lease = self._release = None
@@ -261,7 +283,7 @@ class ArtifactStore:
         return self._total
 
     def _write_atomic(self, dir_fd: int, name: str, data: bytes) -> None:
-        temp = f".tmp-{uuid.uuid4().hex}"
+        temp = f".tmp-{_TEMP_PREFIX}-{next(_TEMP_COUNTER)}"  # unique per process: cheaper than a uuid4
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | CLOEXEC
         fd = os.open(temp, flags, 0o600, dir_fd=dir_fd)
         try:
@@ -287,15 +309,29 @@ class ArtifactStore:
         if index.get(tool_use_id) == name:
             return
         line = (json.dumps({"id": tool_use_id, "name": name}, ensure_ascii=False) + "\n").encode()
-        fd = os.open(INDEX_FILE, os.O_RDWR | os.O_APPEND | NOFOLLOW | CLOEXEC, dir_fd=dir_fd)
+        if self._index_fd is None:  # opened once per lease; a failed append closes it (see below)
+            fd = os.open(INDEX_FILE, os.O_RDWR | os.O_APPEND | NOFOLLOW | CLOEXEC, dir_fd=dir_fd)
+            try:
+                size = os.fstat(fd).st_size
+                if size and os.pread(fd, 1, size - 1) != b"\n":
+                    line = b"\n" + line  # the last append was torn (crash, full disk): start afresh
+            except BaseException:
+                os.close(fd)
+                raise
+            self._index_fd = fd
+            assert self._release_index is None
+            self._release_index = weakref.finalize(self, _close_quietly, fd)
         try:
-            size = os.fstat(fd).st_size
-            if size and os.pread(fd, 1, size - 1) != b"\n":
-                line = b"\n" + line  # the last append was torn (crash, full disk): start afresh
-            self._write_file(fd, line)
-        finally:
-            os.close(fd)
+            self._write_file(self._index_fd, line)
+        except BaseException:
+            self._close_index()  # reopened next time, and a torn line then checked for
+            raise
         index[tool_use_id] = name
+
+    def _close_index(self) -> None:
+        if self._release_index is not None:
+            self._release_index()
+        self._index_fd = self._release_index = None
 
     # -- reading --------------------------------------------------------------------
 

@@ -29,7 +29,7 @@ from types import MappingProxyType
 from typing import Any
 
 from agent.context.prune import is_stub
-from agent.context.tokens import PrefixMemo, memoized
+from agent.context.tokens import IdentityCache, PrefixMemo, memoized
 from agent.models import MODELS, ModelTable
 
 __all__ = [
@@ -54,11 +54,42 @@ def _marker(ttl: str) -> dict[str, str]:
     return {"type": "ephemeral"} if ttl == "5m" else {"type": "ephemeral", "ttl": ttl}
 
 
+_MARKED = IdentityCache()
+"""message -> (ttl, its marked copy). The same message marked again gives the very same copy,
+so the token estimate, the prefix guard and the session see an object they already know
+instead of a new dict to serialise or compare each time (nobody edits a history dict in
+place, a marked copy included)."""
+_MARKED_SYSTEM: dict[tuple[Any, str], dict[str, Any]] = {}  # bounded: cleared at 64
+"""(the system prompt's last block's items, ttl) -> that block marked, for the same reason:
+`build_request` makes the system block afresh every step."""
+
+
 def _with_marker_on_last_block(message: Mapping[str, Any], ttl: str) -> dict[str, Any]:
+    known = _MARKED.get(message) if type(message) is dict else None
+    if known is not None and known[0] == ttl:
+        return known[1]  # type: ignore[no-any-return]
     content = message["content"]
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
     blocks[-1] = {**blocks[-1], "cache_control": _marker(ttl)}
-    return {**message, "content": blocks}
+    marked = {**message, "content": blocks}
+    if type(message) is dict:
+        _MARKED.put(message, (ttl, marked))
+    return marked
+
+
+def _marked_block(block: Mapping[str, Any], ttl: str) -> dict[str, Any]:
+    """`block` with a marker; one copy per distinct block of plain values (a system prompt)."""
+    try:
+        key = (tuple((k, type(v), v) for k, v in block.items()), ttl)  # 1, 1.0 and True differ
+        hash(key)
+    except TypeError:  # values that are not plain (a list, a dict): nothing to key on
+        return {**block, "cache_control": _marker(ttl)}
+    marked = _MARKED_SYSTEM.get(key)
+    if marked is None:
+        if len(_MARKED_SYSTEM) >= 64:
+            _MARKED_SYSTEM.clear()
+        marked = _MARKED_SYSTEM[key] = {**block, "cache_control": _marker(ttl)}
+    return marked
 
 
 def _previous_request_end(messages: Sequence[Mapping[str, Any]]) -> int | None:
@@ -98,7 +129,7 @@ def mark_breakpoints(request: Mapping[str, Any], ttl: str = "5m") -> dict[str, A
     system = request.get("system")
     if system:
         blocks = [{"type": "text", "text": system}] if isinstance(system, str) else list(system)
-        blocks[-1] = {**blocks[-1], "cache_control": _marker(ttl)}
+        blocks[-1] = _marked_block(blocks[-1], ttl)
         marked["system"] = blocks
     elif request.get("tools"):
         tools = list(request["tools"])

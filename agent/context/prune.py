@@ -136,9 +136,30 @@ def _calls_in(message: Msg) -> tuple[tuple[str, tuple[str, Any]], ...]:
     )
 
 
+_NAMES: list[tuple[list[Msg], dict[str, tuple[str, dict[str, Any]]]]] = []
+"""The last history `_names_by_id` read and its answer: a history that only grew since is
+answered by adding its new messages' calls (a later call with a reused id wins, as in
+`tool_names_by_id`); any other history is read whole."""
+
+
 def _names_by_id(messages: Sequence[Msg]) -> dict[str, tuple[str, dict[str, Any]]]:
-    """What `tool_names_by_id(messages)` returns, each message read once however long the run."""
-    return dict(itertools.chain.from_iterable(memoized(_CALLS, messages, _calls_in)))
+    """What `tool_names_by_id(messages)` returns (not to be edited), each message read once
+    however long the run."""
+    if _NAMES:
+        seen, names = _NAMES[0]
+        if (
+            len(seen) <= len(messages)
+            and (not seen or (seen[0] is messages[0] and seen[-1] is messages[len(seen) - 1]))
+            and all(map(operator.is_, seen, messages))
+        ):
+            if len(seen) < len(messages):
+                added = itertools.chain.from_iterable(map(_calls_in, messages[len(seen) :]))
+                names = {**names, **dict(added)}
+                _NAMES[0] = (list(messages), names)
+            return names
+    names = dict(itertools.chain.from_iterable(memoized(_CALLS, messages, _calls_in)))
+    _NAMES[:] = [(list(messages), names)]
+    return names
 
 
 def tool_result_turns(messages: Sequence[Msg]) -> list[int]:
@@ -178,6 +199,12 @@ def stub_for(block: Mapping[str, Any], name: str, arguments: Mapping[str, Any], 
     return line + "]"
 
 
+_STUBBED = IdentityCache()
+"""tool_result block -> (name, arguments, pointer, its stub or None). A turn waiting for its
+pruning batch is asked about at every step until the batch comes; its blocks, their calls'
+arguments and their pointers do not change meanwhile, so the stub is written once."""
+
+
 def _prunable(
     block: Mapping[str, Any],
     names: Mapping[str, tuple[str, dict[str, Any]]],
@@ -190,11 +217,22 @@ def _prunable(
     name, arguments = names.get(block.get("tool_use_id", ""), ("unknown_tool", {}))
     if protected(name):
         return None
-    text = content_text(block.get("content"))
-    inline = find_pointer(text)  # a pointer the diet left in the text wins: it is what the model saw
+    known = _STUBBED.get(block) if type(block) is dict else None
+    if known is not None and known[0] == name and known[1] is arguments:
+        inline, text_chars = known[2], known[3]
+    else:
+        text = content_text(block.get("content"))
+        inline, text_chars = find_pointer(text), len(text)
+        known = (name, arguments, inline, text_chars, None, None)
+    # a pointer the diet left in the text wins: it is what the model saw
     pointer = marker(inline) if inline else pointer_for(block.get("tool_use_id", ""))
-    stub = stub_for(block, name, arguments, pointer)
-    return stub if len(stub) < len(text) else None
+    if known[5] is not None and known[4] == pointer:
+        stub: str = known[5]
+    else:
+        stub = stub_for(block, name, arguments, pointer)
+        if type(block) is dict:
+            _STUBBED.put(block, (name, arguments, inline, text_chars, pointer, stub))
+    return stub if len(stub) < text_chars else None
 
 
 def prunable_turns(

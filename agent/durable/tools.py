@@ -54,10 +54,15 @@ class DurableRegistry(ToolRegistry):
     def of(cls, registry: ToolRegistry) -> DurableRegistry:
         if isinstance(registry, DurableRegistry):
             return registry
-        return cls(list(registry), registry.default_timeout, registry.max_output_chars)
+        tools = [*registry, *registry.server_tools()]  # the API runs server tools: declared, never stepped
+        return cls(tools, registry.default_timeout, registry.max_output_chars)
 
     async def arun_all(
-        self, calls: Sequence[ToolCall], on_done: Callable[[ToolOutcome], None] | None = None
+        self,
+        calls: Sequence[ToolCall],
+        on_done: Callable[[ToolOutcome], None] | None = None,
+        *,
+        block: bool = False,  # steps always run on the workflow's event loop
     ) -> list[ToolOutcome]:
         cut_off = [await self._started(call) for call in calls]  # one after another: in call order
         steps = [
