@@ -54,7 +54,7 @@ class DurableRegistry(ToolRegistry):
     def of(cls, registry: ToolRegistry) -> DurableRegistry:
         if isinstance(registry, DurableRegistry):
             return registry
-        tools = [*registry, *registry.server_tools()]  # the API runs server tools: declared, never stepped
+        tools = [*registry, *registry.server_tools]  # the API runs server tools: declared, never stepped
         return cls(tools, registry.default_timeout, registry.max_output_chars)
 
     async def arun_all(
