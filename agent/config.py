@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from agent.context.thinking import STRATEGIES, default_strategy
 from agent.models import EFFORTS, MODELS, THINKING_TYPES, ModelInfo, ModelTable
+from agent.setup_checks import check_option_types, check_subclass, did_you_mean
 
 if TYPE_CHECKING:
     from agent.approval import Approver
@@ -162,13 +163,19 @@ class AgentConfig:
     def __init__(self, **options: Any) -> None:
         unknown = sorted(set(options) - set(AgentOptions.__annotations__))
         if unknown:
-            raise TypeError(f"unknown Agent option(s): {', '.join(unknown)}")
+            named = [name + did_you_mean(name, AgentOptions.__annotations__) for name in unknown]
+            raise TypeError(f"unknown Agent option(s): {', '.join(named)}")
         for name, value in options.items():
             setattr(self, name, value)
         self.validate()
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        check_subclass(cls, AgentOptions.__annotations__)
+
     def validate(self) -> None:
         """Reject settings the API or the loop would only reject later, and less clearly."""
+        check_option_types(self)
         info = self.models.warn_unknown(self.model)
         check_effort(self.effort, info)
         check_thinking(self.thinking, info)
