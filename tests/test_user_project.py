@@ -36,6 +36,7 @@ def lookup(key: str) -> str:
 '''
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layout", ["module", "package"])
 def test_a_project_with_its_own_tools_runs_an_agent(tmp_path: Path, layout: str) -> None:
     if layout == "module":
