@@ -45,6 +45,7 @@ class AgentOptions(TypedDict, total=False):
     on_event: Callable[[Event], None] | None
     tool_timeout: float | None
     usage_log: str | Path | None
+    request_log: str | Path | None
     max_context_tokens: int
     keep_recent: int
     prune_batch: int
@@ -112,6 +113,9 @@ class AgentConfig:
     """Seconds a tool may run before it becomes an error result (per-tool `timeout` wins)."""
     usage_log: str | Path | None = None
     """A JSONL file that gets one usage record per model call."""
+    request_log: str | Path | None = None
+    """A JSONL file that gets the exact request of every step, after pruning and compaction
+    (delta-encoded; `python -m agent.inspect FILE --step N` prints one; `agent.request_log`)."""
     max_context_tokens: int = 0
     """Compaction threshold in estimated prompt tokens; 0 disables compaction."""
     keep_recent: int = 3

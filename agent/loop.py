@@ -61,6 +61,7 @@ from agent.messages import (
 )
 from agent.registry import ToolCall, ToolOutcome, ToolRegistry
 from agent.replay import pending_turn
+from agent.request_log import append_request
 from agent.session import Session
 from agent.setup_checks import check_tools
 from agent.state import RunResult, RunState
@@ -238,6 +239,8 @@ class Agent(AgentConfig):
         again up to `model_retries` times, each retry budget-checked and each failed attempt
         that may have been billed counted at a conservative estimate (`agent.retry`); a call
         that still fails raises `ModelCallFailed` carrying the partial run."""
+        if self.request_log:
+            state.sent = append_request(self.request_log, request, state.run_id, state.step, state.sent)
         for attempt in itertools.count():
             started = time.monotonic()
             try:
