@@ -22,6 +22,7 @@ from agent.loop import Agent
 from agent.memory import Memory
 from agent.models import MODELS, ModelInfo, ModelTable
 from agent.registry import Tool, ToolCall, ToolOutcome, ToolRegistry, tool
+from agent.request_log import read_requests, request_at
 from agent.session import Session, SessionError, SessionWriteError, read_session
 from agent.state import RunResult, RunState
 from agent.usage import PRICES, Price, RunUsage, Usage
@@ -64,6 +65,8 @@ __all__ = [
     "compress",
     "deny_by_default",
     "find_pointer",
+    "read_requests",
     "read_session",
+    "request_at",
     "tool",
 ]

@@ -145,9 +145,10 @@ def check_option_types(config: Any) -> None:
     tools = config.tools
     if isinstance(tools, str | bytes | Mapping) or callable(tools) or not isinstance(tools, Iterable):
         raise TypeError(f"tools must be a list of tools, e.g. tools=[{_named(tools)}], not {_shown(tools)}")
-    for name in ("model", "system"):
-        if not isinstance(getattr(config, name), str):
-            raise TypeError(f"{name} must be a str, not {_shown(getattr(config, name))}")
+    if not isinstance(config.model, str):
+        raise TypeError(f"model must be a str, not {_shown(config.model)}")
+    if config.system is not None and not isinstance(config.system, str):
+        raise TypeError(f"system must be a str, not {_shown(config.system)}")
     if isinstance(config.allow, str | bytes) or not isinstance(config.allow, Iterable):
         raise TypeError(f"allow must be a list of tool names, e.g. allow=[{config.allow!r}]")
     keep_fields = config.keep_fields

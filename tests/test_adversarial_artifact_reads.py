@@ -88,6 +88,7 @@ for use_re2 in ([True] if engines._re2 is not None else []) + [False]:
 """
 
 
+@pytest.mark.slow
 def test_the_catastrophic_patterns_of_issue_11_finish_at_once(tmp_path: Path) -> None:
     try:  # in a child process: before the fix this froze the whole interpreter
         done = subprocess.run(

@@ -67,6 +67,7 @@ def run_and_kill(session: Path, workdir: Path, scenario: str, mode: str = "run")
     return recorded(session)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scenario", crash_worker.SCENARIOS)
 def test_sigkill_then_resume_loses_no_result_and_refunds_exactly_once(tmp_path: Path, scenario: str) -> None:
     session = tmp_path / "run.jsonl"

@@ -75,7 +75,7 @@ def test_a_project_of_its_own_records_then_replays_with_no_conftest(tmp_path: Pa
     assert "recorded_on: simulator" in recorded and "test: test_library.py::test_where_is_dune" in recorded
     assert "B-12" in recorded  # the tool's result, in the second request
 
-    replaying = run_pytest(tmp_path)  # offline: the cassette answers, no simulator runs
+    replaying = run_pytest(tmp_path, "-p", "no:recording")  # offline, and pytest-recording not needed
     assert replaying.returncode == 0, replaying.stdout + replaying.stderr
     assert "2 passed" in replaying.stdout
     assert cassette.read_text() == recorded
