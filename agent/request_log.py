@@ -23,12 +23,15 @@ The log holds tool results verbatim (it is what the model read), so it is create
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 __all__ = ["append_request", "read_requests", "request_at"]
+
+log = logging.getLogger("agent")
 
 
 def _same_prefix(before: Sequence[Any], now: Sequence[Any]) -> int:
@@ -56,10 +59,14 @@ def append_request(
     record = {"run": run_id, "step": step, "keep": keep, "same": same, "request": body}
     line = json.dumps(record, default=str) + "\n"
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    with os.fdopen(descriptor, "a", encoding="utf-8") as file:
-        file.write(line)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with os.fdopen(descriptor, "a", encoding="utf-8") as file:
+            file.write(line)
+    except OSError as error:  # a full disk must not stop the run (the next line: a delta of the last written)
+        log.warning("[step %d] request log %s not written: %s", step, path, error)
+        return dict(sent)
     return {**request, "messages": messages}
 
 

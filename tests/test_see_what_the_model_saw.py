@@ -153,3 +153,13 @@ def test_a_file_that_is_neither_is_refused(tmp_path: Path, bad: str) -> None:
     path.write_text(bad)
     shown = inspect(str(path), "--step", "1")
     assert shown.returncode == 1 and "not a request log or a session file" in shown.stderr
+
+
+def test_a_log_that_cannot_be_written_warns_and_the_run_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    llm = ScriptedLLM([reply(tool_use("fetch", {"page": 1})), reply("done")])
+    agent = Agent(tools=[fetch], llm=llm, artifacts_dir=None, request_log=tmp_path)  # a folder, not a file
+    assert agent.run("Read page 1.").text == "done"
+    warned = [r.getMessage() for r in caplog.records if "request log" in r.getMessage()]
+    assert len(warned) == 2 and warned[0].startswith(f"[step 1] request log {tmp_path} not written:")
