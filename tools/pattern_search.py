@@ -1,5 +1,5 @@
-"""Moved to `agent.context.pattern_search`; kept so old imports work."""
+"""Moved to `agent.context.pattern_search` (the core never imports this package); kept so old
+imports work."""
 
-from agent.context.pattern_search import compile_pattern, search, syntax_help
-
-__all__ = ["compile_pattern", "search", "syntax_help"]
+from agent.context.pattern_search import *  # noqa: F403
+from agent.context.pattern_search import __all__ as __all__
