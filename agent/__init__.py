@@ -25,6 +25,7 @@ from agent.memory import Memory
 from agent.memory_tool import memory_tool
 from agent.models import MODELS, ModelInfo, ModelTable
 from agent.registry import Tool, ToolCall, ToolOutcome, ToolRegistry, tool
+from agent.request_log import read_requests, request_at
 from agent.server_tools import ServerTool, code_execution, server_tool, web_fetch, web_search
 from agent.session import Session, SessionError, SessionWriteError, read_session
 from agent.state import RunResult, RunState
@@ -80,7 +81,9 @@ __all__ = [
     "find_pointer",
     "mcp_tools",
     "memory_tool",
+    "read_requests",
     "read_session",
+    "request_at",
     "server_tool",
     "tool",
     "web_fetch",

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from agent.context.thinking import STRATEGIES, default_strategy
 from agent.mcp.connector import RemoteMcp
 from agent.models import EFFORTS, MODELS, THINKING_TYPES, ModelInfo, ModelTable
+from agent.setup_checks import check_option_types, check_subclass, did_you_mean
 
 if TYPE_CHECKING:
     from agent.approval import Approver
@@ -46,6 +47,7 @@ class AgentOptions(TypedDict, total=False):
     on_event: Callable[[Event], None] | None
     tool_timeout: float | None
     usage_log: str | Path | None
+    request_log: str | Path | None
     max_context_tokens: int
     keep_recent: int
     prune_batch: int
@@ -115,6 +117,9 @@ class AgentConfig:
     """Seconds a tool may run before it becomes an error result (per-tool `timeout` wins)."""
     usage_log: str | Path | None = None
     """A JSONL file that gets one usage record per model call."""
+    request_log: str | Path | None = None
+    """A JSONL file that gets the exact request of every step, after pruning and compaction
+    (delta-encoded; `python -m agent.inspect FILE --step N` prints one; `agent.request_log`)."""
     max_context_tokens: int = 0
     """Compaction threshold in estimated prompt tokens; 0 disables compaction."""
     keep_recent: int = 3
@@ -174,13 +179,19 @@ class AgentConfig:
     def __init__(self, **options: Any) -> None:
         unknown = sorted(set(options) - set(AgentOptions.__annotations__))
         if unknown:
-            raise TypeError(f"unknown Agent option(s): {', '.join(unknown)}")
+            named = [name + did_you_mean(name, AgentOptions.__annotations__) for name in unknown]
+            raise TypeError(f"unknown Agent option(s): {', '.join(named)}")
         for name, value in options.items():
             setattr(self, name, value)
         self.validate()
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        check_subclass(cls, AgentOptions.__annotations__)
+
     def validate(self) -> None:
         """Reject settings the API or the loop would only reject later, and less clearly."""
+        check_option_types(self)
         info = self.models.warn_unknown(self.model)
         check_effort(self.effort, info)
         check_thinking(self.thinking, info)

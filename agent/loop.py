@@ -63,10 +63,13 @@ from agent.messages import (
 )
 from agent.registry import ToolCall, ToolOutcome, ToolRegistry
 from agent.replay import pending_turn
+from agent.request_log import append_request
 from agent.server_tools import container_of
 from agent.session import Session
+from agent.setup_checks import check_tools
 from agent.state import RunResult, RunState
 from agent.steps import ask, blocking, recorded, run_sync, settle
+from agent.tool_warnings import warn_outcomes
 from agent.usage import RunUsage
 
 __all__ = ["Agent", "RunResult", "RunState"]
@@ -90,6 +93,7 @@ class Agent(AgentConfig):
             Path(self.usage_log).parent.mkdir(parents=True, exist_ok=True)
         self.registry = ToolRegistry(self.tools, default_timeout=self.tool_timeout)
         register_read_artifact(self.registry, self.artifacts_dir, self.diet)
+        check_tools(self.registry, self.keep_fields)
         llm = self.llm or AnthropicLLM()
         if self.model_retries is None:
             self.model_retries = int(getattr(llm, "max_retries", DEFAULT_RETRIES))
@@ -245,6 +249,8 @@ class Agent(AgentConfig):
         again up to `model_retries` times, each retry budget-checked and each failed attempt
         that may have been billed counted at a conservative estimate (`agent.retry`); a call
         that still fails raises `ModelCallFailed` carrying the partial run."""
+        if self.request_log:
+            state.sent = append_request(self.request_log, request, state.run_id, state.step, state.sent)
         for attempt in itertools.count():
             started = time.monotonic()
             try:
@@ -312,6 +318,7 @@ class Agent(AgentConfig):
         for call in calls:
             emit(self.on_event, Event("tool_call", state.step, tool=call.name, tool_use_id=call.id))
         outcomes = await arun_guarded(self.registry, calls, state.session, self.approver, self.allow)
+        warn_outcomes(outcomes, state.step)
         for o in outcomes:
             emit(self.on_event, Event("tool_result", state.step, "", o.call.name, o.call.id, o.is_error))
         return outcomes

@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import inspect
 import json
+import logging
 import re
 import warnings
 import weakref
@@ -24,9 +25,12 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
 
+from agent.setup_checks import did_you_mean
 from agent.signature import Described, describe_callable
 
 __all__ = ["check_sendable", "input_model_for", "json_schema", "parse_docstring"]
+
+log = logging.getLogger("agent")
 
 _SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Returns|Return|Raises|Yields|Examples?|Notes?):\s*$")
 _ARG = re.compile(r"^\s*(\*{0,2}\w+)\s*(?:\(([^)]*)\))?\s*:\s*(.*)$")
@@ -68,6 +72,14 @@ def input_model_for(
     described = described or describe_callable(fn, tool_name)
     _, arg_docs = parse_docstring(described.doc)
     taken = {param.name for param in described.params}
+    for documented in sorted(set(arg_docs) - taken):
+        log.warning(
+            "tool %s: its docstring's Args names %r, which is not a parameter%s; the model never sees "
+            "that description",
+            tool_name,
+            documented,
+            did_you_mean(documented, taken),
+        )
     fields: dict[str, Any] = {}
     for index, param in enumerate(described.params):
         if param.name not in described.hints:

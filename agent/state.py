@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 from agent.context.artifacts import ArtifactStore
 from agent.context.guard import PrefixGuard
@@ -59,6 +60,8 @@ class RunState:
     """Full tool results of this run (created on first use; see `agent.context.diet.store_for`)."""
     container: str | None = None
     """The code-execution container the last response ran in, sent back on the next request."""
+    sent: dict[str, Any] = field(default_factory=dict, repr=False)
+    """The last request written to the `request_log` (what the next one is stored as a delta of)."""
 
     def result(self, text: str, stop_reason: str, detail: str | None = None) -> RunResult:
         return RunResult(text, stop_reason, self.usage, list(self.messages), detail)

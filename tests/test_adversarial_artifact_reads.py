@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-import tools.pattern_search as pattern_search
+import agent.context.pattern_search as pattern_search
 from agent.context.artifacts import ArtifactStore, artifact_name
+from agent.context.read_artifact import make_read_artifact
 from agent.registry import ToolCall, ToolRegistry
-from tools.read_artifact import make_read_artifact
 
 REPO = Path(__file__).resolve().parents[1]
 EVIL = [
@@ -68,10 +68,10 @@ def call(root: Path, max_chars: int = 6000, seconds: float = 3.0, **arguments: o
 ISSUE_REPRO = """
 import sys, time
 from pathlib import Path
-import tools.pattern_search as engines
+import agent.context.pattern_search as engines
 from agent.context.artifacts import ArtifactStore, artifact_name
 from agent.registry import ToolCall, ToolRegistry
-from tools.read_artifact import make_read_artifact
+from agent.context.read_artifact import make_read_artifact
 root = Path(sys.argv[1])
 words = "one two three four five six seven eight nine ten"
 cases = [(r"^(\\w+\\s?)+:", words), (r"(a+)+$", "a" * 2000 + "!")]
@@ -88,6 +88,7 @@ for use_re2 in ([True] if engines._re2 is not None else []) + [False]:
 """
 
 
+@pytest.mark.slow
 def test_the_catastrophic_patterns_of_issue_11_finish_at_once(tmp_path: Path) -> None:
     try:  # in a child process: before the fix this froze the whole interpreter
         done = subprocess.run(

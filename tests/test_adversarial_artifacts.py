@@ -165,6 +165,7 @@ def _run_thread(root: Path, i: int, barrier: Any, outcome: dict[int, str], **opt
         outcome.setdefault(i, f"{type(error).__name__}: {error}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("options", [{}, {"keep_runs": 1, "min_age_s": 0}], ids=["defaults", "lease-only"])
 def test_200_concurrent_runs_sharing_one_folder_keep_their_own_results(
     tmp_path: Path, options: dict[str, Any]

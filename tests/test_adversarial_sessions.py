@@ -72,6 +72,7 @@ def test_a_second_start_record_is_refused(full: Path) -> None:
 # -- damaged files ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_truncation_reads_as_a_replay_or_a_session_error(full: Path, tmp_path: Path) -> None:
     data = full.read_bytes()
     cut = tmp_path / "cut.jsonl"

@@ -354,6 +354,7 @@ values = st.recursive(
 )
 
 
+@pytest.mark.slow
 @given(values)
 @settings(max_examples=300, deadline=None)
 def test_renderable_and_safe_text_hold_for_any_value(value: Any) -> None:
@@ -365,6 +366,7 @@ def test_renderable_and_safe_text_hold_for_any_value(value: Any) -> None:
     assert isinstance(text, str) and text.encode("utf-8").decode("utf-8") == text
 
 
+@pytest.mark.slow
 def test_a_self_sharing_result_is_cut_not_expanded() -> None:
     started = time.monotonic()
     value, failed = run(tool(name="bomb", description="Bomb.")(Shared.make))

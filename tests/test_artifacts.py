@@ -19,8 +19,8 @@ from agent.context.artifacts import (
     marker,
     resolve_artifact,
 )
+from agent.context.read_artifact import make_read_artifact, select_json
 from agent.registry import ToolCall, ToolRegistry
-from tools.read_artifact import make_read_artifact, select_json
 
 ORDERS = [{"order_id": f"A-{i}", "customer": {"name": f"C{i}"}, "status": "ok"} for i in range(30)]
 

@@ -66,6 +66,7 @@ bills = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(bills=bills, budget=st.floats(0.0001, 10.0))
 def test_spend_never_exceeds_the_budget_by_more_than_the_last_step(bills: list[Bill], budget: float) -> None:

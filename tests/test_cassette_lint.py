@@ -166,6 +166,7 @@ JSON = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.dictionaries(st.text(max_size=8), JSON, max_size=5))
 def test_serializer_round_trips_any_json_body_in_key_order(value: dict[str, Any]) -> None:

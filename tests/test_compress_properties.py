@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -92,6 +93,7 @@ def strict_json(text: str) -> Any:
     return json.loads(text, parse_constant=reject, parse_int=lambda d: int(d) if len(d) <= 4000 else d)
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(value=values, budget=small_budgets)
 def test_any_value_compresses_without_raising_and_within_budget(value: Any, budget: int) -> None:
@@ -102,6 +104,7 @@ def test_any_value_compresses_without_raising_and_within_budget(value: Any, budg
     assert pickle.dumps(value) == before, "the input is never mutated"
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(text=texts, budget=budgets)
 def test_any_text_compresses_without_raising_and_within_budget(text: str, budget: int) -> None:
@@ -111,6 +114,7 @@ def test_any_text_compresses_without_raising_and_within_budget(text: str, budget
         assert out == text, "what fits is sent unchanged"
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     value=st.one_of(st.lists(values, max_size=40), st.dictionaries(keys, values, max_size=30)),
@@ -190,6 +194,7 @@ print(hashlib.sha256(json.dumps([compress(v, 800) for v in values]).encode()).he
 """
 
 
+@pytest.mark.slow
 def test_output_is_the_same_under_any_hash_seed() -> None:
     digests = set()
     for seed in ("0", "1", "4242"):

@@ -67,6 +67,7 @@ def run_and_kill(session: Path, workdir: Path, scenario: str, mode: str = "run")
     return recorded(session)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scenario", crash_worker.SCENARIOS)
 def test_sigkill_then_resume_loses_no_result_and_refunds_exactly_once(tmp_path: Path, scenario: str) -> None:
     session = tmp_path / "run.jsonl"
@@ -97,6 +98,7 @@ def test_sigkill_then_resume_loses_no_result_and_refunds_exactly_once(tmp_path: 
     assert read_session(session).stop_reason == "end_turn"
 
 
+@pytest.mark.slow
 def test_a_second_sigkill_during_the_resume_is_survived_too(tmp_path: Path) -> None:
     session = tmp_path / "run.jsonl"
     run_and_kill(session, tmp_path, "during")  # killed inside the refund
@@ -119,6 +121,7 @@ def test_a_second_sigkill_during_the_resume_is_survived_too(tmp_path: Path) -> N
     assert answers["e1"] == "report refunds exported" and result.text == crash_worker.FINAL
 
 
+@pytest.mark.slow
 def test_the_kill_trials_benchmark_finds_nothing_in_a_few_trials() -> None:
     """A smoke run of `benchmarks.kill_trials` (random SIGKILLs of a simulator-backed run with
     pruning, compaction, thinking and restarted tool ids), so the benchmark cannot rot."""

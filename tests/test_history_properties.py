@@ -19,6 +19,7 @@ import json
 import os
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -135,6 +136,7 @@ def summarizer(kind: str) -> Any:
     return summarize
 
 
+@pytest.mark.slow
 @PROFILE
 @given(histories(min_turns=3), st.integers(0, 4), st.integers(1, 3))
 def test_pruning_keeps_requests_valid_protected_results_verbatim_and_is_idempotent(
@@ -158,6 +160,7 @@ def test_pruning_keeps_requests_valid_protected_results_verbatim_and_is_idempote
     assert irreversible_results(pruned) == irreversible_results(messages)
 
 
+@pytest.mark.slow
 @PROFILE
 @given(histories(), st.integers(0, 12_000), st.sampled_from(["ok", "ok", "empty", "raise"]))
 def test_compaction_keeps_requests_valid_the_request_and_irreversible_results(
@@ -187,6 +190,7 @@ def test_compaction_keeps_requests_valid_the_request_and_irreversible_results(
         assert outcome.outcome == "skipped" or kind != "ok"
 
 
+@pytest.mark.slow
 @PROFILE
 @given(
     st.lists(histories(max_turns=5), min_size=2, max_size=4),
@@ -233,6 +237,7 @@ def test_repeated_steps_of_prune_compact_and_memory_note_stay_valid(
         history = [*sent, *tail]
 
 
+@pytest.mark.slow
 @PROFILE
 @given(histories(), st.integers(0, 5_000))
 def test_compaction_never_runs_with_a_tool_use_unanswered(messages: list[Msg], tail_budget: int) -> None:

@@ -35,6 +35,7 @@ def irreversible_results(requests: list[dict[str, Any]]) -> list[str]:
 LIMIT = 8_000
 
 
+@pytest.mark.slow
 def test_sixty_steps_stay_valid_bounded_and_remember_what_matters(
     simulator: Callable[..., MessagesSimulator],
 ) -> None:
@@ -58,6 +59,7 @@ def test_sixty_steps_stay_valid_bounded_and_remember_what_matters(
     assert purposes.count("summary") == len(summaries) and purposes.count("step") == STEPS
 
 
+@pytest.mark.slow
 def test_without_compaction_the_same_run_outgrows_the_limit(
     simulator: Callable[..., MessagesSimulator],
 ) -> None:

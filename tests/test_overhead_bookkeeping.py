@@ -255,6 +255,7 @@ TOOL_DECLARATIONS = [
 # -- the properties ----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @PROFILE
 @given(runs(), st.integers(0, 3))
 def test_token_estimates_equal_the_full_serialisation_at_every_step(
@@ -275,6 +276,7 @@ def test_token_estimates_equal_the_full_serialisation_at_every_step(
         assert calibration.estimate(request) == expected
 
 
+@pytest.mark.slow
 @PROFILE
 @given(runs(), st.integers(0, 3), st.sampled_from(["5m", "1h"]))
 def test_prefix_guard_gives_the_reasons_of_the_full_comparison(
@@ -292,6 +294,7 @@ def test_prefix_guard_gives_the_reasons_of_the_full_comparison(
         previous = request
 
 
+@pytest.mark.slow
 @PROFILE
 @given(runs(), st.integers(0, 4))
 def test_pruning_decisions_equal_the_full_scan_at_every_step(

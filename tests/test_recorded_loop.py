@@ -17,8 +17,6 @@ from agent.testing.cassettes import CassetteMiss
 from agent.testing.policies import arithmetic, call, latest_results
 from tools import calculator, word_count
 
-pytestmark = pytest.mark.vcr
-
 SYSTEM = "You are a careful assistant. Use the tools for arithmetic and counting; never guess."
 
 
@@ -87,10 +85,10 @@ def test_unknown_tool_is_an_error_result_not_a_crash(recorded_llm: Any) -> None:
     assert result.stop_reason == "end_turn" and len(result.steps) == 2
 
 
-def test_a_changed_request_fails_the_replay_with_a_diff(recorded_llm: Any, vcr: Any) -> None:
+def test_a_changed_request_fails_the_replay_with_a_diff(recorded_llm: Any, agent_cassette: Any) -> None:
     llm = recorded_llm(arithmetic)
     assert Agent(system=SYSTEM, tools=[calculator], llm=llm).run("What is 2 × 3?").text == "2 * 3 = 6"
-    if not vcr.write_protected:
+    if not agent_cassette.write_protected:
         return  # recording: only the run above goes into the cassette
     changed = Agent(system=SYSTEM + " Be terse.", tools=[calculator], llm=llm)
     with pytest.raises(ModelCallFailed) as caught:

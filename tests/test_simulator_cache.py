@@ -276,6 +276,7 @@ def test_writes_split_by_ttl(simulator: Any) -> None:
     assert u.cache_creation.ephemeral_5m_input_tokens == upto(body, "system") - upto(body, "tools")
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(

@@ -15,6 +15,7 @@ import pytest
 from benchmarks.thinking import DONE_WHEN, LONG_STEPS, USUAL_THINKING, WINDOW, run_triage
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "model", "options"), DONE_WHEN, ids=[m for _, m, _ in DONE_WHEN])
 def test_the_forty_step_audit_completes_on_todays_models(name: str, model: str, options: dict) -> None:
     run = run_triage(name, model, **options)
@@ -26,6 +27,7 @@ def test_the_forty_step_audit_completes_on_todays_models(name: str, model: str, 
     assert run.reported_usd() == pytest.approx(run.billed_usd(), rel=0.02)
 
 
+@pytest.mark.slow
 def test_long_thinking_fits_the_default_output_budget_on_opus_5() -> None:
     run = run_triage("opus-5", "claude-opus-5")
     thought = [u.get("output_tokens_details", {}).get("thinking_tokens", 0) for u in run.sim.usages]

@@ -480,6 +480,7 @@ JSON = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(JSON)
 def test_malformed_json_anywhere_is_reported_not_raised(value: Any) -> None:

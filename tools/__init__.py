@@ -3,9 +3,9 @@
 from tools import calculator, word_count, current_time
 """
 
+from agent.context.read_artifact import make_read_artifact, read_artifact
 from tools.basic import calculator, current_time, make_current_time, word_count
 from tools.memory import memory_tools
-from tools.read_artifact import make_read_artifact, read_artifact
 
 __all__ = [
     "calculator",

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from agent.context.artifacts import ArtifactStore, artifact_name
 from agent.context.compress import compress
 from agent.context.compressors.jsonish import dump_full, normalize
+from agent.context.read_artifact import make_read_artifact
 from agent.context.slim import slim
 from agent.context.summary_calls import Summarize, free_text_summarizer
 from agent.secrets import redact
@@ -162,6 +163,4 @@ def register_read_artifact(registry: ToolRegistry, artifacts_dir: Any, diet: boo
     """Give the model `read_artifact` when artifacts are on (unless a tool of that name exists)."""
     if not diet or artifacts_dir is None or "read_artifact" in registry:
         return
-    from tools.read_artifact import make_read_artifact  # tools depends on agent, not the reverse
-
     registry.add(make_read_artifact(artifacts_dir))
