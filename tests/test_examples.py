@@ -94,7 +94,9 @@ def test_e03_shows_each_prune_and_compaction_in_step_order() -> None:
     assert outcome.ok and outcome.result is not None and outcome.result.stop_reason == "end_turn"
     lines = outcome.lines
     prunes = [line for line in lines if line.startswith("  pruned ")]
-    assert prunes and prunes[0].startswith("  pruned 2 result(s): fetch_orders(page=1), fetch_orders(page=2);")
+    assert prunes and prunes[0].startswith(
+        "  pruned 2 result(s): fetch_orders(page=1), fetch_orders(page=2);"
+    )
     for line in prunes:
         before, after = (int(n.replace(",", "")) for n in re.findall(r"~([\d,]+)", line))
         assert after < before
