@@ -192,6 +192,7 @@ def run(
     record: bool = False,
     out: Callable[[str], None] = print,
     verbosity: int = 1,
+    usage_log: str | None = None,
 ) -> ExampleRun:
     """Run `example` in `mode` ("simulator", "live" or "replay"); see the module docstring
     and `examples._watch` for what each `verbosity` prints."""
@@ -208,6 +209,8 @@ def run(
     try:
         with _connect(example, mode, record, say) as llm:
             agent = example.make_agent(llm)
+            if usage_log:
+                agent.usage_log = usage_log  # one JSON line per call: `python -m agent.chart` draws it
             watch = Watch(say, verbosity, forward=agent.on_event)
             agent.on_event = watch
             agent.llm = _Meter(llm, agent.models, watch, outcome.sent_bytes)
@@ -248,10 +251,11 @@ def main(
         default=1,
         help="0: answer and totals; 1 (default): + usage lines, prunes, compactions, warnings; 2: + tools",
     )
+    parser.add_argument("--usage-log", metavar="PATH", help="append each call's usage (JSON lines) here")
     args = parser.parse_args(argv)
     if args.replay and args.record:
         parser.error("--replay and --record exclude each other")
     mode = choose_mode(args.replay, os.environ if environ is None else environ)
-    outcome = run(example, mode, record=args.record, verbosity=args.verbosity)
+    outcome = run(example, mode, record=args.record, verbosity=args.verbosity, usage_log=args.usage_log)
     sys.stdout.flush()
     return 0 if outcome.ok else 1
