@@ -17,7 +17,15 @@ from agent.errors import (
     TokenBudgetExceeded,
 )
 from agent.events import Event
-from agent.llm import LLM, AnthropicLLM, AsyncAnthropicLLM, AsyncLLM, StreamingLLM, TokenCounter
+from agent.llm import (
+    LLM,
+    AnthropicLLM,
+    AsyncAnthropicLLM,
+    AsyncLLM,
+    MissingAPIKey,
+    StreamingLLM,
+    TokenCounter,
+)
 from agent.loop import Agent
 from agent.memory import Memory
 from agent.models import MODELS, ModelInfo, ModelTable
@@ -41,6 +49,7 @@ __all__ = [
     "CostBudgetExceeded",
     "Event",
     "Memory",
+    "MissingAPIKey",
     "ModelCallFailed",
     "ModelInfo",
     "ModelTable",
