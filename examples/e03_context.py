@@ -1,10 +1,8 @@
 """Idea 3, context: a long task whose prompt stops growing.
 
-Builds on e02 (tools, a step budget). The agent audits 40 pages of a customer's
-order history, one page per step, and refunds the broken orders it finds (an
-irreversible tool, allow-listed so the example runs unattended). Each page is 24
-orders of nested JSON. Without help the prompt would grow by a page every step;
-four mechanisms keep it level:
+Builds on e02. The agent audits 40 pages (24 orders of nested JSON each) of a
+customer's order history, one per step, and refunds the broken orders (an allow-listed
+irreversible tool). The prompt would grow by a page every step; four mechanisms keep it level:
 
 * **whitelist**: `@tool(keep=[...])` sends three fields per order, not eight;
 * **artifacts**: what was cut is stored whole, and the `_cut` note names the file
@@ -129,14 +127,7 @@ def summarizer(body: dict[str, Any]) -> str:
     )
 
 
-EXAMPLE = Example(
-    name="e03_context",
-    prompt=PROMPT,
-    make_agent=make_agent,
-    policy=policy,
-    summarizer=summarizer,
-    moves_cache_prefix=True,
-)
+EXAMPLE = Example("e03_context", PROMPT, make_agent, policy, summarizer=summarizer, moves_cache_prefix=True)
 
 if __name__ == "__main__":
     raise SystemExit(main(EXAMPLE))

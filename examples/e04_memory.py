@@ -2,7 +2,7 @@
 
 Builds on e03 (compaction). An analyst reads twelve long interview notes, one per
 step, in a small window (`max_context_tokens=4,000`), so the head of the history is
-folded into a summary twice. The client's budget is on page 3. The model saves it
+folded into a summary three times. The client's budget is on page 3. The model saves it
 with `memory_write` the moment it reads it; the (scripted, deliberately vague)
 summarizer leaves it out. At the end the model reads it back with `memory_read`.
 
@@ -12,7 +12,7 @@ in the system prompt, so a write does not break the prompt cache.
 
 What to look for in the output:
 
-* `tools=memory_write,fetch_notes` at step 3: the fact is saved as soon as it is read;
+* `tools=memory_write,fetch_notes` at step 4: the fact is saved as soon as it is read;
 * `compacted:` and its summary: "budget" is not in it, and page 3 is gone from the history;
 * the last steps: `memory_read` brings the budget back and the answer quotes it exactly.
 
