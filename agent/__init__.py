@@ -18,7 +18,15 @@ from agent.errors import (
 )
 from agent.events import Event
 from agent.fees import SERVER_TOOL_FEES, ServerToolFees
-from agent.llm import LLM, AnthropicLLM, AsyncAnthropicLLM, AsyncLLM, StreamingLLM, TokenCounter
+from agent.llm import (
+    LLM,
+    AnthropicLLM,
+    AsyncAnthropicLLM,
+    AsyncLLM,
+    MissingAPIKey,
+    StreamingLLM,
+    TokenCounter,
+)
 from agent.loop import Agent
 from agent.mcp import HttpServer, McpTool, McpToolError, McpUnavailable, RemoteMcp, StdioServer, mcp_tools
 from agent.memory import Memory
@@ -51,6 +59,7 @@ __all__ = [
     "McpToolError",
     "McpUnavailable",
     "Memory",
+    "MissingAPIKey",
     "ModelCallFailed",
     "ModelInfo",
     "ModelTable",

@@ -2,7 +2,10 @@
 
 `Agent(on_event=callback)` receives an `Event` for each step boundary, each streamed
 text or thinking delta (when the `LLM` streams, as `AnthropicLLM` does), each tool call
-and each tool result, and each retry of a reply cut off by `max_tokens`. The callback
+and each tool result, each retry of a reply cut off by `max_tokens`, and each change the context economy
+makes to the history before a call: a `prune` (which results became stubs, tokens
+before -> after) and a `compact` (the summary, how many messages it folded, tokens
+before -> after), so a run's economics can be watched, not guessed. The callback
 runs on the loop's thread, between the things it reports, so it should be quick; an
 exception it raises is logged and swallowed, because a broken progress bar must never
 cost a paid-for run.
@@ -19,7 +22,9 @@ __all__ = ["Event", "EventKind", "emit"]
 
 log = logging.getLogger("agent")
 
-EventKind = Literal["step_start", "text", "thinking", "tool_call", "tool_result", "retry", "step_end"]
+EventKind = Literal[
+    "step_start", "text", "thinking", "tool_call", "tool_result", "retry", "prune", "compact", "step_end"
+]
 
 
 @dataclass(frozen=True)
@@ -29,11 +34,20 @@ class Event:
     kind: EventKind
     step: int
     text: str = ""
-    """The delta for `text`/`thinking`; the reason for `retry`; the stop reason for `step_end`."""
+    """The delta for `text`/`thinking`; the reason for `retry`; the stop reason for `step_end`;
+    the summary the model wrote for `compact`; why it happened for `prune`."""
     tool: str | None = None
     """The tool's name, for `tool_call` and `tool_result`."""
     tool_use_id: str | None = None
     is_error: bool = False
+    pruned: tuple[str, ...] = ()
+    """For `prune`: each newly stubbed result, as its call: `fetch_orders(page=3)`."""
+    folded: int = 0
+    """For `compact`: how many messages of the history the summary replaced."""
+    tokens_before: int = 0
+    """For `prune` and `compact`: the history's estimated tokens before the change."""
+    tokens_after: int = 0
+    """... and after it (estimates calibrated on billed usage, as the budgets use)."""
 
 
 def emit(callback: Callable[[Event], None] | None, event: Event) -> None:

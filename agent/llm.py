@@ -46,6 +46,7 @@ __all__ = [
     "AsyncAnthropicLLM",
     "AsyncLLM",
     "Delta",
+    "MissingAPIKey",
     "StreamingLLM",
     "TokenCounter",
     "split_betas",
@@ -53,6 +54,23 @@ __all__ = [
 
 Delta = Callable[[str, str], None]
 """`on_delta(kind, text)`, kind "text" or "thinking": a piece of the reply as it streams."""
+
+NO_KEY = (
+    "no Anthropic API key: set ANTHROPIC_API_KEY (or pass AnthropicLLM(api_key=...)). "
+    "To run offline instead, give the agent another model: Agent(llm=ScriptedLLM([...])) "
+    "(agent.testing.scripted) or the local simulator, Agent(llm=MessagesSimulator(policy).llm()) "
+    "(agent.testing.simulator); the examples run offline with no key: python -m examples.e01_loop"
+)
+
+
+class MissingAPIKey(RuntimeError):
+    """No key and no auth token: said before the first request, naming the variable and the
+    offline way, instead of the SDK's authentication `TypeError` from deep inside a call."""
+
+
+def _require_key(client: anthropic.Anthropic | anthropic.AsyncAnthropic) -> None:
+    if client.api_key is None and client.auth_token is None:
+        raise MissingAPIKey(NO_KEY)
 
 
 @runtime_checkable
@@ -151,6 +169,7 @@ class AnthropicLLM:
         """Hook for `without_retries`: switch off retries in any further client a subclass holds."""
 
     def create(self, request: Mapping[str, Any]) -> Message:
+        _require_key(self.client)
         if self.streaming:
             return self.stream(request)
         body, headers = split_betas(request)
@@ -159,6 +178,7 @@ class AnthropicLLM:
 
     def stream(self, request: Mapping[str, Any], on_delta: Delta | None = None) -> Message:
         """Stream the reply through the SDK's helper; the final `Message` is what `create` returns."""
+        _require_key(self.client)
         body, headers = split_betas(request)
         with self.client.messages.stream(**body, extra_headers=headers or None) as events:
             if on_delta is not None:
@@ -167,6 +187,7 @@ class AnthropicLLM:
             return events.get_final_message()
 
     def count_tokens(self, request: Mapping[str, Any]) -> int:
+        _require_key(self.client)
         body, headers = split_betas(request)
         counted = {key: body[key] for key in _COUNTED_KEYS if key in body}
         return self.client.messages.count_tokens(**counted, extra_headers=headers or None).input_tokens
@@ -175,6 +196,7 @@ class AnthropicLLM:
         """A copy of `models` whose entry for `model` takes the efforts and thinking types the
         API reports (`models.retrieve(model).capabilities`; needs a key). Unknown models and
         missing capabilities leave the table as it was: the API's word refines, never guesses."""
+        _require_key(self.client)
         try:
             info = self.client.models.retrieve(model)
         except anthropic.NotFoundError:
@@ -213,6 +235,7 @@ class AsyncAnthropicLLM(AnthropicLLM):
         self.aclient = self.aclient.with_options(max_retries=0)
 
     async def acreate(self, request: Mapping[str, Any]) -> Message:
+        _require_key(self.aclient)
         if self.streaming:
             return await self.astream(request)
         body, headers = split_betas(request)
@@ -221,6 +244,7 @@ class AsyncAnthropicLLM(AnthropicLLM):
 
     async def astream(self, request: Mapping[str, Any], on_delta: Delta | None = None) -> Message:
         """`stream`, awaited: deltas reported as they arrive, the final `Message` returned."""
+        _require_key(self.aclient)
         body, headers = split_betas(request)
         async with self.aclient.messages.stream(**body, extra_headers=headers or None) as events:
             if on_delta is not None:

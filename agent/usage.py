@@ -84,6 +84,11 @@ class Usage:
         """The whole prompt: uncached + cache read + cache write."""
         return self.uncached + self.cache_read + self.cache_write
 
+    @property
+    def hit_ratio(self) -> float:
+        """This call's share of prompt tokens read from the cache."""
+        return self.cache_read / self.prompt if self.prompt else 0.0
+
     @classmethod
     def from_message(
         cls,
@@ -135,15 +140,18 @@ class Usage:
             server_tool_fees_usd=fees,
         )
 
-    def line(self, hit_ratio: float | None = None) -> str:
-        """`[step 2] prompt=3,412 (read=2,980 write=0 uncached=432) out=120 $0.0031`."""
+    def line(self, run_hit_ratio: float | None = None) -> str:
+        """`[step 2] prompt=3,412 (read=2,980 write=0 uncached=432) out=120 $0.0031 step_hit=87%`,
+        then `run_hit=60%` (the share over the whole run so far) when it is given: the two
+        are labelled apart because a running total read as a per-step figure misleads."""
         cost = "$?" if self.cost_usd is None else f"${self.cost_usd:.4f}"
         text = (
             f"[step {self.step}] prompt={self.prompt:,} (read={self.cache_read:,} "
             f"write={self.cache_write:,} uncached={self.uncached:,}) out={self.output:,} {cost}"
         )
-        if hit_ratio is not None:
-            text += f" hit={hit_ratio:.0%}"
+        text += f" step_hit={self.hit_ratio:.0%}"
+        if run_hit_ratio is not None:
+            text += f" run_hit={run_hit_ratio:.0%}"
         if self.tools:
             text += " tools=" + ",".join(self.tools)
         if self.web_searches or self.web_fetches:
@@ -277,5 +285,5 @@ class RunUsage:
         return (
             f"{len(self.steps)} calls, prompt={self.prompt:,} (read={self.cache_read:,} "
             f"write={self.cache_write:,} uncached={self.uncached:,}) out={self.output:,} "
-            f"${cost} hit={self.cache_hit_ratio:.0%}"
+            f"${cost} run_hit={self.cache_hit_ratio:.0%}"
         )

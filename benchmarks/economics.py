@@ -2,6 +2,7 @@
 
     .venv/bin/python -m benchmarks.economics            # 80 steps, six configurations, Markdown
     .venv/bin/python -m benchmarks.economics --steps 40
+    .venv/bin/python -m benchmarks.economics --chart economics.png   # + one chart of all (extra: plot)
 
 The naive loop resends the whole history, raw, at full price, every step, so its
 cost grows with the square of the steps. Each lever attacks one factor of that:
@@ -362,9 +363,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=80, help="model steps per run (default 80)")
     parser.add_argument("--only", nargs="*", choices=list(CONFIGS), help="run only these (naive always runs)")
+    parser.add_argument("--chart", help="also write one PNG comparing the configurations (extra: plot)")
     args = parser.parse_args(argv)
     names = ["naive", *[n for n in args.only if n != "naive"]] if args.only else list(CONFIGS)
-    print(tables(run_all(args.steps, names), args.steps))
+    outcomes = run_all(args.steps, names)
+    print(tables(outcomes, args.steps))
+    if args.chart:
+        print(f"chart: {write_chart(outcomes, args.chart)}")
+
+
+def write_chart(outcomes: Sequence[Outcome], path: str) -> str:
+    """One PNG, one panel per configuration: prompt tokens per call (uncached, read, write) and $."""
+    from agent.chart import compare_png, series  # the optional `plot` extra
+
+    runs = {o.name: series([u.to_json() for u in o.result.steps]) for o in outcomes}
+    return str(compare_png(runs, path))
 
 
 if __name__ == "__main__":

@@ -27,9 +27,11 @@ What `main` does, by flag:
     --record    re-records that cassette: on the simulator without a key, live with one.
 
 Each model call prints the framework's usage line plus the size of the request body sent
-(`sent=12,345 B`); the end prints the answer (or why the run stopped: a budget or a failure)
-and the totals. `main` returns 0 when the run ended normally or by a budget it reports, 1 on
-a failure (a model call that failed, a missing cassette).
+(`sent=12,345 B`), and every prune, compaction and warning prints under its step
+(`--verbosity 0|1|2`, see `examples._watch`); the end prints the answer (or why the run
+stopped: a budget or a failure) and the totals. `main` returns 0 when the run ended
+normally or by a budget it reports, 1 on a failure (a model call that failed, a missing
+cassette).
 
 Tests call `run(EXAMPLE, mode)` directly and get an `ExampleRun` back.
 """
@@ -42,17 +44,19 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from anthropic.types import Message
 
 from agent import LLM, Agent, AgentError, AnthropicLLM, ModelCallFailed, RunResult, RunUsage, Usage
+from agent.context.compact import SUMMARIZER_SYSTEM
 from agent.llm import Delta, StreamingLLM
 from agent.models import ModelTable
 from agent.testing import cassettes
 from agent.testing.simulator import SERVER_NAME, MessagesSimulator, Policy
+from examples._watch import Watch
 
 __all__ = ["CASSETTE_DIR", "Example", "ExampleRun", "choose_mode", "main", "run"]
 
@@ -71,6 +75,8 @@ class Example:
     summarizer: Policy | None = None
     moves_cache_prefix: bool = False
     """True when the run rewrites its cached prefix on purpose (compaction, pruning batches)."""
+    prelude: Callable[[Callable[[str], None]], None] | None = None
+    """Runs first, printing through the function it is given (e05: the same agent on a fake)."""
 
 
 @dataclass
@@ -97,10 +103,11 @@ def choose_mode(replay: bool, environ: Mapping[str, str]) -> str:
 
 
 class _Meter:
-    """An `LLM` wrapper that prints each call's usage line with the size of what was sent."""
+    """An `LLM` wrapper that prints each call's usage line with the size of what was sent;
+    a compaction's summary call is labelled as one, under the step that needed it."""
 
-    def __init__(self, llm: LLM, models: ModelTable, say: Callable[[str], None], sent: list[int]) -> None:
-        self.llm, self.models, self.say, self.sent = llm, models, say, sent
+    def __init__(self, llm: LLM, models: ModelTable, watch: Watch, sent: list[int]) -> None:
+        self.llm, self.models, self.watch, self.sent = llm, models, watch, sent
         self.usage = RunUsage()
 
     def create(self, request: Mapping[str, Any]) -> Message:
@@ -115,9 +122,14 @@ class _Meter:
             response = self.llm.create(request)
         self.sent.append(size)
         effort = (request.get("output_config") or {}).get("effort")
-        record = Usage.from_message(len(self.sent), response, effort=effort, models=self.models)
-        self.usage.steps.append(record)
-        self.say(f"{record.line(self.usage.cache_hit_ratio)} sent={size:,} B")
+        step = self.watch.step or len(self.sent)
+        record = Usage.from_message(step, response, effort=effort, models=self.models)
+        summary = request.get("system") == SUMMARIZER_SYSTEM
+        self.usage.steps.append(replace(record, purpose="summary") if summary else record)
+        line = record.line(self.usage.cache_hit_ratio)
+        if summary:
+            line = f"[step {step} summary call]" + line[len(f"[step {step}]") :]
+        self.watch.show(f"{line}{f' effort={effort}' if effort else ''} sent={size:,} B")
         return response
 
     def count_tokens(self, request: Mapping[str, Any]) -> int:
@@ -174,9 +186,16 @@ def _nothing() -> Iterator[None]:
 
 
 def run(
-    example: Example, mode: str, *, record: bool = False, out: Callable[[str], None] = print
+    example: Example,
+    mode: str,
+    *,
+    record: bool = False,
+    out: Callable[[str], None] = print,
+    verbosity: int = 1,
+    usage_log: str | None = None,
 ) -> ExampleRun:
-    """Run `example` in `mode` ("simulator", "live" or "replay"); see the module docstring."""
+    """Run `example` in `mode` ("simulator", "live" or "replay"); see the module docstring
+    and `examples._watch` for what each `verbosity` prints."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
     outcome = ExampleRun(mode)
@@ -185,13 +204,20 @@ def run(
         outcome.lines.append(line)
         out(line)
 
+    if example.prelude is not None:
+        example.prelude(say)
     try:
         with _connect(example, mode, record, say) as llm:
             agent = example.make_agent(llm)
-            agent.llm = _Meter(llm, agent.models, say, outcome.sent_bytes)
+            if usage_log:
+                agent.usage_log = usage_log  # one JSON line per call: `python -m agent.chart` draws it
+            watch = Watch(say, verbosity, forward=agent.on_event)
+            agent.on_event = watch
+            agent.llm = _Meter(llm, agent.models, watch, outcome.sent_bytes)
             say(f"prompt: {example.prompt}")
             try:
-                outcome.result = agent.run(example.prompt)
+                with watch.logs():
+                    outcome.result = agent.run(example.prompt)
             except AgentError as error:
                 outcome.stopped, outcome.result = error, error.result
     except FileNotFoundError as error:
@@ -217,10 +243,19 @@ def main(
     parser = argparse.ArgumentParser(prog=f"python -m examples.{example.name}", description=example.prompt)
     parser.add_argument("--replay", action="store_true", help="replay the recorded cassette (no server)")
     parser.add_argument("--record", action="store_true", help="re-record the cassette")
+    parser.add_argument(
+        "-v",
+        "--verbosity",
+        type=int,
+        choices=(0, 1, 2),
+        default=1,
+        help="0: answer and totals; 1 (default): + usage lines, prunes, compactions, warnings; 2: + tools",
+    )
+    parser.add_argument("--usage-log", metavar="PATH", help="append each call's usage (JSON lines) here")
     args = parser.parse_args(argv)
     if args.replay and args.record:
         parser.error("--replay and --record exclude each other")
     mode = choose_mode(args.replay, os.environ if environ is None else environ)
-    outcome = run(example, mode, record=args.record)
+    outcome = run(example, mode, record=args.record, verbosity=args.verbosity, usage_log=args.usage_log)
     sys.stdout.flush()
     return 0 if outcome.ok else 1

@@ -20,7 +20,7 @@ from agent import Agent, RunResult, RunState, tool
 from agent.testing.cache_model import render
 from agent.testing.policies import call, latest_results
 from agent.testing.simulator import MessagesSimulator
-from examples import caching
+from examples import e06_caching as caching
 from examples._runner import run as run_example
 
 MODEL = "claude-opus-5"  # minimum cacheable prefix 512 tokens (WIRE-RULES)
@@ -275,7 +275,7 @@ def test_run_cost_is_the_billed_usage_times_the_prices(
     assert result.usage.cost_usd == pytest.approx(sum(billed_dollars(u) for u in sim.usages), rel=1e-12)
 
 
-# -- examples/caching.py ------------------------------------------------------------------
+# -- examples/e06_caching.py --------------------------------------------------------------
 
 
 def step_reads(lines: Sequence[str]) -> list[int]:

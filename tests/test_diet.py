@@ -232,7 +232,7 @@ def test_keep_fields_from_the_agent_or_a_subclass_win_over_the_decorator(tmp_pat
 def test_the_refund_example_slims_reads_back_and_refunds(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from examples import orders
+    from examples import e07_refund as orders
     from examples._runner import run
 
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)

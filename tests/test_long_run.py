@@ -85,7 +85,7 @@ def test_batched_pruning_keeps_the_cache_reading(
 
 
 def test_the_context_example_stays_flat_offline() -> None:
-    from examples import context
+    from examples import e03_context as context
     from examples._runner import run
 
     lines: list[str] = []

@@ -23,6 +23,7 @@ from agent.budget import check_budgets
 from agent.context.compact import SUMMARY_PROMPT, fit_context, summary_request
 from agent.context.diet import store_for
 from agent.context.prune import artifact_pointers, policies, prune
+from agent.context.report import report_compaction, report_prune
 from agent.context.thinking import first_rewrite, strip_thinking_from
 from agent.context.tokens import request_tokens
 from agent.llm import TokenCounter
@@ -55,10 +56,14 @@ def shrink_history(agent: Agent, state: RunState) -> list[Msg]:
     pointer = artifact_pointers(store_for(agent, state))
     strategy = agent.history_strategy()
     messages = list(state.messages)
+    events, estimate = agent.on_event, state.calibration.estimate
     if strategy != "append_only":  # append-only prunes only when it compacts (in fit_context)
-        messages = prune(
+        pruned = prune(
             messages, agent.keep_recent, batch=agent.prune_batch, protected=protected, pointer_for=pointer
         )
+        why = f"older than the newest {agent.keep_recent} result turns"
+        report_prune(events, state.step, messages, pruned, estimate, why)
+        messages = pruned
     if agent.max_context_tokens:
         counter = agent.llm if agent.exact_token_count and isinstance(agent.llm, TokenCounter) else None
         near = int(agent.max_context_tokens * (1 - agent.compact_margin) * 0.8)
@@ -67,9 +72,10 @@ def shrink_history(agent: Agent, state: RunState) -> list[Msg]:
             request = agent.build_request(replace(state, messages=list(candidate)))
             return request_tokens(request, state.calibration, counter, exact_from=near)
 
-        messages = fit_context(
+        summaries: list[str] = []
+        done = fit_context(
             messages,
-            _summarizer(agent, state),
+            _summarizer(agent, state, summaries),
             limit=agent.max_context_tokens,
             margin=agent.compact_margin,
             measure=measure,
@@ -79,7 +85,9 @@ def shrink_history(agent: Agent, state: RunState) -> list[Msg]:
             keep_recent=agent.keep_recent,
             pointer_for=pointer,
             request=state.prompt or None,
-        ).messages
+        )
+        report_compaction(events, state.step, messages, done, summaries[-1] if summaries else "", estimate)
+        messages = done.messages
     if (
         strategy in ("strip", "append_only")
         and (start := first_rewrite(state.messages, messages)) is not None
@@ -88,8 +96,9 @@ def shrink_history(agent: Agent, state: RunState) -> list[Msg]:
     return with_memory_note(messages, agent.memory) if agent.memory is not None else messages
 
 
-def _summarizer(agent: Agent, state: RunState) -> Callable[[str], str]:
-    """One tool-less, budget-checked call per summary; its cost lands in the run's usage."""
+def _summarizer(agent: Agent, state: RunState, written: list[str]) -> Callable[[str], str]:
+    """One tool-less, budget-checked call per summary; its cost lands in the run's usage.
+    Each summary used is appended to `written` (for the `compact` event)."""
     log_path = Path(agent.usage_log) if agent.usage_log else None
 
     def summarize(transcript: str) -> str:
@@ -108,6 +117,8 @@ def _summarizer(agent: Agent, state: RunState) -> Callable[[str], str]:
         state.session.record_usage(state)  # paid for: durable now, not at the next turn
         if response.stop_reason == "max_tokens":
             raise SummaryCutOff(f"the summary was cut off by max_tokens={request['max_tokens']:,}")
-        return text_of(response).strip()
+        summary = text_of(response).strip()
+        written.append(summary)
+        return summary
 
     return summarize

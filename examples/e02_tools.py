@@ -1,5 +1,6 @@
-"""Several tools, parallel calls, and a step budget that stops a model that will not stop.
+"""Idea 2, tools and a step budget: parallel calls, and a budget that stops a model that will not stop.
 
+Builds on e01 (the loop).
 The agent has three tools: `calculator`, `word_count` and `current_time` (on an
 injected, fixed clock, so every run and its cassette are reproducible). The
 scripted model calls `word_count` and `current_time` in ONE turn (the loop runs
@@ -8,8 +9,11 @@ the calculator, and then keeps "double-checking the time" forever. `max_steps=4`
 is what ends it: the loop raises `StepBudgetExceeded` before a fifth call, and the
 partial result (every step, its usage and the history) comes with the exception.
 
-    python -m examples.tools_budget            # offline on the local simulator
-    python -m examples.tools_budget --replay   # replay the recorded cassette
+What to look for in the output: `tools=word_count,current_time` on step 1 (two calls,
+one turn), then `stopped: max_steps=4` and the last text, with exit code 0.
+
+    python -m examples.e02_tools            # offline on the local simulator
+    python -m examples.e02_tools --replay   # replay the recorded cassette
 """
 
 from __future__ import annotations
@@ -53,7 +57,7 @@ def policy(body: dict[str, Any]) -> Any:
     return ["Let me double-check the time before answering.", call("current_time")]
 
 
-EXAMPLE = Example(name="tools_budget", prompt=PROMPT, make_agent=make_agent, policy=policy)
+EXAMPLE = Example(name="e02_tools", prompt=PROMPT, make_agent=make_agent, policy=policy)
 
 if __name__ == "__main__":
     raise SystemExit(main(EXAMPLE))

@@ -1,23 +1,26 @@
-"""A long task whose prompt stops growing: pruning, compaction and memory at work.
+"""Idea 3, context: a long task whose prompt stops growing.
 
-The agent audits 40 pages of a customer's order history, one page per step, and
-refunds the broken orders it finds (an irreversible tool, allow-listed here so the
-example runs unattended). Each page is a large JSON result. Without help the
-prompt would grow by a page at every step; here it levels off:
+Builds on e02. The agent audits 40 pages (24 orders of nested JSON each) of a
+customer's order history, one per step, and refunds the broken orders (an allow-listed
+irreversible tool). The prompt would grow by a page every step; four mechanisms keep it level:
 
-* old pages become one-line stubs after `keep_recent=3` newer ones (in batches of
-  `prune_batch=2`, so the cached prefix moves every other step, not every step);
-* when the request nears `max_context_tokens=8,000` the head is folded into a
-  summary by a separate, tool-less call; the original request and every refund
-  receipt are copied into it verbatim by the framework;
-* the customer id is saved with `memory_write`, and the memory's keys are shown in
-  the newest turn, so they survive every compaction.
+* **whitelist**: `@tool(keep=[...])` sends three fields per order, not eight;
+* **artifacts**: what was cut is stored whole, and the `_cut` note names the file
+  (`read_artifact` can read it back; e07 does);
+* **keep-recent pruning**: a page becomes a one-line stub once `keep_recent=3` newer
+  ones exist, in batches of `prune_batch=2` (so the cached prefix moves every other
+  step, not every step); the stub names the artifact too;
+* **pair-safe compaction**: near `max_context_tokens` the head is folded into a
+  summary by a tool-less call, cut where no `tool_use` loses its `tool_result`; the
+  request and every refund receipt are copied into it verbatim.
 
-Watch the `prompt=` column of the per-step lines: it climbs, drops at a
-compaction, climbs again, and never passes the budget.
+What to look for in the output: `pruned 2 result(s): fetch_orders(page=1), ...` with
+the history's tokens before -> after; `[step N summary call]`, then `compacted:`
+with the messages folded and the summary itself; and the `prompt=` column, which
+climbs, drops, and never passes the budget.
 
-    python -m examples.context            # offline, on the local simulator
-    python -m examples.context --replay   # replay the recorded cassette
+    python -m examples.e03_context            # offline, on the local simulator
+    python -m examples.e03_context --replay   # replay the recorded cassette
 """
 
 from __future__ import annotations
@@ -27,28 +30,29 @@ import re
 from typing import Any
 
 from agent import LLM, Agent, tool
-from agent.memory import Memory
 from agent.testing.policies import call, latest_results
 from examples._runner import Example, main
-from tools import memory_tools
 
 PAGES = 40
-MAX_CONTEXT_TOKENS = 8_000
+MAX_CONTEXT_TOKENS = 4_000
 PROMPT = (
     f"Audit all {PAGES} pages of customer u_88213's order history. Refund every order whose "
     "status is 'broken' (once per order), then say how many you refunded."
 )
+PAGE_ROWS = 24
+ARTIFACTS = "artifacts"
+"""Where full results go (tests point this at a temporary folder)."""
 SYSTEM = "You audit order histories and issue refunds. Be exact with order ids and amounts."
 
 
-@tool(compress=False)  # an auditor reads every row: this result is not slimmed
-def fetch_orders(page: int) -> str:
+@tool(keep=["order_id", "price", "status"])  # the whitelist: item and shipping stay in the artifact
+def fetch_orders(page: int) -> list[dict[str, Any]]:
     """One page of the customer's order history, as JSON rows.
 
     Args:
         page: page number, from 1.
     """
-    rows = [
+    return [
         {
             "order_id": f"{page:02d}-{i:03d}",
             "item": f"item {i} of page {page}",
@@ -56,9 +60,8 @@ def fetch_orders(page: int) -> str:
             "status": "broken" if page % 10 == 3 and i == 7 else "delivered",
             "shipping": {"carrier": "CJ", "hub": "Dongtan-1", "events": ["PICKED", "MOVING", "DELIVERED"]},
         }
-        for i in range(24)
+        for i in range(PAGE_ROWS)
     ]
-    return json.dumps(rows)
 
 
 @tool(irreversible=True)
@@ -73,18 +76,17 @@ def issue_refund(order_id: str, amount: int) -> dict[str, Any]:
 
 
 def make_agent(llm: LLM) -> Agent:
-    memory = Memory()
     return Agent(
         llm=llm,
         system=SYSTEM,
-        tools=[fetch_orders, issue_refund, *memory_tools(memory)],
-        memory=memory,
+        tools=[fetch_orders, issue_refund],
         allow=["issue_refund"],
         max_steps=PAGES + 10,
         max_context_tokens=MAX_CONTEXT_TOKENS,
         keep_recent=3,
         prune_batch=2,
-        artifacts_dir=None,
+        list_top_n=PAGE_ROWS,  # every row of a page is sent (three fields each)
+        artifacts_dir=ARTIFACTS,
     )
 
 
@@ -92,17 +94,13 @@ def policy(body: dict[str, Any]) -> Any:
     """The scripted auditor: decides from the newest results alone, so compaction cannot confuse it."""
     results = latest_results(body)
     if not results:
-        return [
-            "I'll note the customer and start with page 1.",
-            call("memory_write", key="customer", value="u_88213"),
-            call("fetch_orders", page=1),
-        ]
+        return ["I'll start with page 1.", call("fetch_orders", page=1)]
     last = results[-1]
     if last.name == "issue_refund":
         page = int(json.loads(last.text)["order_id"][:2])
         return [f"Refunded. On to page {page + 1}.", call("fetch_orders", page=page + 1)]
     page = int(last.input.get("page", 0))
-    broken = [row for row in json.loads(last.text) if row["status"] == "broken"]
+    broken = [row for row in json.loads(last.text)["items"] if row["status"] == "broken"]
     if broken:
         order = broken[0]
         return [
@@ -122,21 +120,14 @@ def summarizer(body: dict[str, Any]) -> str:
     checked = f"pages up to {max(pages)}" if pages else "no pages yet"
     return (
         "1. Request: audit u_88213's order history and refund broken orders.\n"
-        f"2. Confirmed: {checked} checked; customer u_88213 (in memory).\n"
+        f"2. Confirmed: {checked} checked; customer u_88213.\n"
         f"3. Irreversible: {len(refunds)} refund(s) issued (receipts above).\n"
         "4. Failed attempts: none.\n"
         f"5. Remaining: pages after {max(pages, default=0)}, then the report."
     )
 
 
-EXAMPLE = Example(
-    name="context",
-    prompt=PROMPT,
-    make_agent=make_agent,
-    policy=policy,
-    summarizer=summarizer,
-    moves_cache_prefix=True,
-)
+EXAMPLE = Example("e03_context", PROMPT, make_agent, policy, summarizer=summarizer, moves_cache_prefix=True)
 
 if __name__ == "__main__":
     raise SystemExit(main(EXAMPLE))

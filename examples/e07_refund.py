@@ -1,35 +1,25 @@
-"""The refund agent: thirty fields per order, five of them worth sending.
+"""Idea 7, the capstone: a refund agent that puts the whole series to work.
 
-A customer's broken earphones are somewhere in their twelve orders. The order API,
-like real ones, returns about thirty fields per order; deciding a refund needs five.
-Each tool says which with `keep=[...]` (dotted paths reach into nested objects), so
-the model reads a few hundred tokens instead of thousands, on this step and on
-every later step that resends the history:
+A customer's broken earphones are somewhere in twelve orders of about thirty fields
+each. The loop (e01) with parallel calls (e02); whitelists that send five fields
+(`keep=[...]`, dotted paths reach into nested objects) and artifacts that keep the
+rest (e03); an irreversible refund behind the approval gate (`agent/approval.py`):
+at a terminal you are asked y/N first, unattended the allow list lets it through.
 
-    search_orders   keep order_id, item.name, price, status, ordered_at; top 5 of 12 + total
-    get_order       keep the fields a refund decision needs
-    request_refund  irreversible=True: its result is never pruned
+What to look for in the output: each tool result's `raw ~N tokens -> sent ~M tokens`
+(search_orders: thousands -> a few hundred); the earphones are not among the five
+orders shown, so the model reads ids and names back from the artifact with two
+parallel `read_artifact(json_path=...)` calls; then get_order, then the refund.
 
-What was cut is not lost: the full result is stored as an artifact, and the cut
-note says `artifact:<name>`. The earphones order is not among the five shown, so the
-(scripted) model reads the order ids and item names back with two parallel
-`read_artifact(json_path=...)` calls, then gets the order and requests the refund.
-Each tool result prints its raw and its sent size (tokens estimated as chars / 4).
-
-    python -m examples.orders            # offline, on the local simulator
-    ANTHROPIC_API_KEY=... python -m examples.orders   # live
-
-`request_refund` is irreversible, so it goes through the approval gate
-(`agent/approval.py`): run at a terminal, the refund and its arguments are put to you
-first (y/N); unattended (tests, CI, a pipe) the allow list lets it through, so the
-run completes. Answer n and the model reads "denied: ..." and tells the customer.
+    python -m examples.e07_refund            # offline, on the local simulator
+    python -m examples.e07_refund --replay   # replay the recorded cassette
+    ANTHROPIC_API_KEY=... python -m examples.e07_refund   # live
 """
 
 from __future__ import annotations
 
 import json
 import math
-import random
 import sys
 from typing import Any
 
@@ -40,8 +30,8 @@ from agent.context.compressors.jsonish import dump_full
 from agent.registry import ToolOutcome
 from agent.testing.policies import call, latest_results
 from examples._runner import Example, main
+from examples._shop import CUSTOMER, ORDERS
 
-CUSTOMER = "u_88213"
 PROMPT = (
     f"I'm customer {CUSTOMER}. The wireless earphones I ordered in July arrived broken. Please refund them."
 )
@@ -51,64 +41,6 @@ SYSTEM = (
 )
 ARTIFACTS = "artifacts"
 """Where full results go (tests point this at a temporary folder)."""
-
-_ITEMS = [
-    ("KB-120", "mechanical keyboard", 129_000),
-    ("MS-220", "wireless mouse", 39_000),
-    ("HUB-7", "USB-C hub", 45_000),
-    ("CBL-1", "braided USB-C cable", 12_000),
-    ("EAR-9921", "wireless earphones", 89_000),
-]
-
-
-def _order(n: int) -> dict[str, Any]:
-    rng = random.Random(n)
-    sku, name, price = _ITEMS[4] if n == 7 else _ITEMS[n % 4]
-    month, day = (7, 12) if n == 7 else (8 if n < 7 else 6, 28 - 2 * n % 27)
-    ordered = f"2026-{month:02d}-{day:02d}"
-    return {
-        "order_id": f"{ordered.replace('-', '')}-{n:04d}",
-        "status": "delivered" if n > 1 else "shipped",
-        "ordered_at": f"{ordered}T13:58:12+09:00",
-        "delivered_at": f"{ordered[:8]}{day + 2:02d}T18:20:00+09:00" if n > 1 else None,
-        "refundable_until": f"2026-{month + 1:02d}-{day:02d}",
-        "item": {"sku": sku, "name": name, "option": "black", "category_path": ["electronics", "audio"]},
-        "price": price,
-        "qty": 1,
-        "currency": "KRW",
-        "customer": {"id": CUSTOMER, "name": "Lee Sujin", "grade": "GOLD", "joined_at": "2024-03-11"},
-        "payment": {
-            "method": "CARD",
-            "issuer": "Shinhan",
-            "installment": 0,
-            "approved": f"{ordered}T13:58:40",
-        },
-        "shipping": {"carrier": "CJ", "tracking_no": f"6{rng.randrange(10**11):011d}", "zip": "18450"},
-        "shipping_history": [
-            {"at": f"{ordered}T21:00:00", "code": "PICKED", "hub": "Dongtan1"},
-            {"at": f"{ordered[:8]}{day + 1:02d}T07:40:00", "code": "IN_TRANSIT", "hub": "Okcheon"},
-        ],
-        "coupon": None,
-        "points_used": rng.randrange(0, 3000, 100),
-        "points_earned": price // 100,
-        "gift_wrap": False,
-        "gift_message": "",
-        "channel": rng.choice(["app", "web"]),
-        "warehouse": "ICN-2",
-        "seller": {"id": "s_100", "name": "Gadget Corner"},
-        "return_window_days": 30,
-        "invoice_no": f"INV-{rng.randrange(10**8):08d}",
-        "tax": price // 11,
-        "memo": "Leave it at the door, please.",
-        "device": "iOS 19",
-        "utm_source": "newsletter",
-        "risk_score": round(rng.random(), 3),
-        "created_at": f"{ordered}T13:58:12+09:00",
-        "updated_at": f"{ordered[:8]}{day + 2:02d}T18:20:00+09:00",
-    }
-
-
-ORDERS = [_order(n) for n in range(12)]
 
 
 @tool(keep=["order_id", "item.name", "price", "status", "ordered_at"])
@@ -143,19 +75,8 @@ def request_refund(order_id: str, reason: str) -> dict[str, Any]:
         reason: why, in the customer's words.
     """
     order = get_order.fn(order_id)
-    return {
-        "refund_id": f"RF-{order_id[-4:]}",
-        "order_id": order_id,
-        "status": "requested",
-        "amount": order["price"],
-        "reason": reason,
-        "method": order["payment"],
-        "expected_days": 3,
-        "ledger": [
-            {"account": "sales", "debit": order["price"]},
-            {"account": "cash", "credit": order["price"]},
-        ][:2],
-    }
+    refund = {"refund_id": f"RF-{order_id[-4:]}", "order_id": order_id, "status": "requested"}
+    return {**refund, "amount": order["price"], "reason": reason, "method": order["payment"], "days": 3}
 
 
 def tokens(text: str) -> int:
@@ -218,7 +139,7 @@ def policy(body: dict[str, Any]) -> Any:
     )
 
 
-EXAMPLE = Example(name="orders", prompt=PROMPT, make_agent=make_agent, policy=policy)
+EXAMPLE = Example(name="e07_refund", prompt=PROMPT, make_agent=make_agent, policy=policy)
 
 if __name__ == "__main__":
     raise SystemExit(main(EXAMPLE))
