@@ -81,6 +81,7 @@ from agent.models import EFFORTS, MODELS, THINKING_TYPES
 from agent.testing import sse
 from agent.testing.answers import Reply, error_body, json_reply, normalize
 from agent.testing.cache_model import MIN_CACHEABLE_TOKENS, PromptCache, base_model, render
+from agent.testing.deferred import hidden_tools
 from agent.testing.output import compose, sign
 from agent.testing.server import SERVER_NAME, LoopbackServer
 from agent.testing.signatures import DEFAULT_SECRET, Signer
@@ -275,6 +276,9 @@ class MessagesSimulator:
         try:
             content, stop_reason = normalize(policy(copy.deepcopy(prompt)))
             calls = [b for b in content if b["type"] == "tool_use"]
+            unseen = sorted({str(b.get("name")) for b in calls} & hidden_tools(prompt))
+            if unseen:  # a model cannot call a deferred tool before a tool_reference loads it
+                raise AssertionError(f"the policy called deferred tools not loaded yet: {unseen}")
             for index, block in enumerate(calls):
                 block["id"] = f"toolu_sim_{number}_{index}"  # named before the cut: the id costs tokens
             think = functools.cache(lambda: int(self.thinking(copy.deepcopy(prompt))))

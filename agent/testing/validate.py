@@ -22,7 +22,8 @@ fake. So the two halves come from two sources:
   is whitespace alone in its message), more than 4 cache breakpoints, tool-name pattern and uniqueness,
   `input_schema` of type object, `tool_use` ids unique within a turn; plus the
   per-model refusals read from `agent.models` (effort levels, thinking types,
-  forced tool use). A model the table does not know gets no per-model rule.
+  forced tool use). A model the table does not know gets no per-model rule. Deferred tools
+  and `tool_reference` blocks have their own two refusals (`agent.testing.deferred`).
 
 Deliberately *not* refused, because live traffic shows the API accepts them: a
 history that starts with an assistant turn, and a `tool_use` id reused in a later
@@ -41,6 +42,7 @@ from anthropic.types import JSONOutputFormatParam
 
 from agent.context.cache import count_breakpoints
 from agent.models import MODELS, THINKING_TYPES, ModelTable
+from agent.testing.deferred import check_deferred
 from agent.testing.wire_shapes import check_shape
 
 __all__ = [
@@ -99,6 +101,7 @@ def _validate(body: Mapping[str, Any], models: ModelTable, version: str, *, coun
         errors.append("max_tokens: Input should be greater than or equal to 0")
     errors += _check_model_rules(body, models)
     errors += _check_tools(body.get("tools"))
+    errors += check_deferred(body)
     errors += _check_text(body)
     errors += _check_messages(body.get("messages"))
     if not legacy:
