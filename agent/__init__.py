@@ -24,12 +24,14 @@ from agent.models import MODELS, ModelInfo, ModelTable
 from agent.registry import Tool, ToolCall, ToolOutcome, ToolRegistry, tool
 from agent.session import Session, SessionError, SessionWriteError, read_session
 from agent.state import RunResult, RunState
+from agent.tool_search import SEARCH_TOOL_NAME, ToolIndex, server_search_tool
 from agent.usage import PRICES, Price, RunUsage, Usage
 
 __all__ = [
     "LLM",
     "MODELS",
     "PRICES",
+    "SEARCH_TOOL_NAME",
     "Agent",
     "AgentError",
     "AnthropicLLM",
@@ -58,6 +60,7 @@ __all__ = [
     "TokenCounter",
     "Tool",
     "ToolCall",
+    "ToolIndex",
     "ToolOutcome",
     "ToolRegistry",
     "Usage",
@@ -65,5 +68,6 @@ __all__ = [
     "deny_by_default",
     "find_pointer",
     "read_session",
+    "server_search_tool",
     "tool",
 ]

@@ -65,24 +65,28 @@ def server_search_tool(mode: str) -> dict[str, str]:
     return dict(SERVER_SEARCH_TOOLS[mode])
 
 
+def _over(tools: Sequence[Declarable], threshold: int | None) -> bool:
+    counted = sum(1 for t in tools if t.name != SEARCH_TOOL_NAME)
+    return threshold is not None and counted > threshold
+
+
 def deferral_active(tools: Sequence[Declarable], threshold: int | None) -> bool:
-    """Whether any tool will be declared deferred: one asked for it, or there are more
-    tools (the search tool aside) than `threshold`."""
-    counted = [t for t in tools if t.name != SEARCH_TOOL_NAME]
-    if any(t.defer for t in counted):
-        return True
-    return threshold is not None and len(counted) > threshold
+    """Whether any tool will be declared deferred: one asked for it (`defer=True`), or there
+    are more tools (the search tool aside) than `threshold`."""
+    return any(t.defer and t.name != SEARCH_TOOL_NAME for t in tools) or _over(tools, threshold)
 
 
 def declare(tools: Sequence[Declarable], threshold: int | None, mode: SearchMode) -> list[dict[str, Any]]:
     """The tools list of every request, in the given (sorted) order: core tools in full,
-    the rest with `defer_loading: true`, then the server search tool when `mode` asks."""
-    active = deferral_active(tools, threshold)
+    the rest with `defer_loading: true` (all those left to the registry's choice when over
+    `threshold`; those made with `defer=True` always), then the server search tool when
+    `mode` asks for it."""
+    over = _over(tools, threshold)
     declared = []
     for t in tools:
-        deferred = t.defer is True or (active and t.defer is None and t.name != SEARCH_TOOL_NAME)
+        deferred = t.defer is True or (over and t.defer is None and t.name != SEARCH_TOOL_NAME)
         declared.append({**t.declaration(), "defer_loading": True} if deferred else t.declaration())
-    if active and mode != "client":
+    if mode != "client" and deferral_active(tools, threshold):
         declared.append(server_search_tool(mode))
     return declared
 

@@ -124,7 +124,7 @@ class ToolIndex:
             ([n for n, _ in graph], w.graph),
             ([n for n, share in spelled if share == 1.0], w.names),
         ):
-            for rank, name in enumerate(ranking, start=1):
+            for rank, name in enumerate(ranking if weight > 0 else (), start=1):
                 fused[name] = fused.get(name, 0.0) + weight / (RRF_K + rank)
         best = sorted(fused.items(), key=lambda item: (-item[1], item[0]))[:k]
         return [Hit(name, score) for name, score in best]
