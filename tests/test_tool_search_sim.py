@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ import pytest
 
 from agent import SEARCH_TOOL_NAME, Agent, ModelCallFailed, tool
 from agent.registry import Tool
-from agent.testing.cache_model import render
+from agent.testing.cache_model import block_tokens, render
 from agent.testing.deferred import referenced_names, visible_tools
 from agent.testing.policies import call, latest_results
 from agent.testing.simulator import MessagesSimulator
@@ -113,8 +114,9 @@ def test_the_bill_counts_a_deferred_tool_only_once_a_reference_loads_it(
     loaded = next(t for t in sim.requests[1]["tools"] if t["name"] == "slack_reply_in_thread")
     without = sum(p.tokens for p in render(sim.requests[1]))
     assert prompt(sim.usages[1]) == without  # the simulator's bill is the rendered prompt...
-    reference = [p for p in render(sim.requests[1]) if "tool_reference" in p.text][0]
-    assert reference.tokens > len(json.dumps(loaded)) // 4 - 5  # ...which counts the loaded definition
+    reference = next(p for p in render(sim.requests[1]) if "tool_reference" in p.text)
+    own = math.ceil(len(reference.text) / 4)
+    assert reference.tokens == own + block_tokens(loaded)  # ...which counts the loaded definition there
 
 
 def test_a_model_cannot_call_a_deferred_tool_before_finding_it(
