@@ -111,12 +111,15 @@ def test_the_bill_counts_a_deferred_tool_only_once_a_reference_loads_it(
     }
     declared_all = sum(p.tokens for p in render(everything))
     assert prompt(sim.usages[0]) < 0.5 * declared_all
-    loaded = next(t for t in sim.requests[1]["tools"] if t["name"] == "slack_reply_in_thread")
+    result = sim.requests[1]["messages"][-1]["content"][0]
+    tools = {t["name"]: t for t in sim.requests[1]["tools"]}
+    loaded = [tools[name] for name in referenced_names(result)]
+    assert len(loaded) == 5
     without = sum(p.tokens for p in render(sim.requests[1]))
     assert prompt(sim.usages[1]) == without  # the simulator's bill is the rendered prompt...
     reference = next(p for p in render(sim.requests[1]) if "tool_reference" in p.text)
     own = math.ceil(len(reference.text) / 4)
-    assert reference.tokens == own + block_tokens(loaded)  # ...which counts the loaded definition there
+    assert reference.tokens == own + sum(map(block_tokens, loaded))  # ...with the loaded definitions there
 
 
 def test_a_model_cannot_call_a_deferred_tool_before_finding_it(
