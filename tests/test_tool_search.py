@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from agent import SEARCH_TOOL_NAME, Agent, ToolIndex, ToolRegistry, server_search_tool, tool
-from agent.registry import Tool, ToolCall
+from agent.registry import Tool, ToolCall, ToolOutcome
 from agent.tool_search import Weights, reference_blocks
 from agent.tool_search.text import split_identifier, words
 from agent.tool_search.thesaurus import expand
@@ -186,6 +186,17 @@ def test_the_search_tool_answers_with_tool_reference_blocks() -> None:
     assert blocks[0] == {"type": "tool_reference", "tool_name": "slack_reply_in_thread"}
     deferred = {d["name"] for d in registry.declarations() if d.get("defer_loading")}
     assert {b["tool_name"] for b in blocks} <= deferred  # only tools the model cannot see yet
+
+
+def test_a_search_outcome_read_back_from_a_session_still_loads_its_tools() -> None:
+    from agent.session_format import as_text
+
+    registry = ToolRegistry(many(60))
+    outcome = registry.run_one(ToolCall("t1", SEARCH_TOOL_NAME, {"query": "reply in a slack thread"}))
+    resumed = ToolOutcome(outcome.call, as_text(outcome.value), False, tool=outcome.tool)
+    assert reference_blocks(resumed) == reference_blocks(outcome) is not None
+    broken = ToolOutcome(outcome.call, "not json", False, tool=outcome.tool)
+    assert reference_blocks(broken) is None
 
 
 def test_a_search_that_finds_nothing_is_an_error_result_in_words() -> None:

@@ -220,3 +220,33 @@ def test_a_server_search_result_referencing_an_undefined_tool_is_refused() -> No
     ]
     messages[1]["content"][1]["content"]["tool_references"][0]["tool_name"] = "weather"  # type: ignore[index]
     assert validate_request(body(tools, messages)) == []
+
+
+def test_pruning_keeps_the_search_result_so_found_tools_stay_loaded(
+    simulator: Callable[..., MessagesSimulator],
+) -> None:
+    steps = itertools.count(1)
+
+    def policy(body: dict[str, Any]) -> Any:
+        step = next(steps)
+        if step == 1:
+            return [call(SEARCH_TOOL_NAME, query="reply in a slack thread")]
+        if step < 6:
+            assert "slack_reply_in_thread" in visible_tools(body)
+            return [call("slack_reply_in_thread", target="x" * 3000)]
+        return "done"
+
+    sim = simulator(policy)
+    result = run(sim, keep_recent=1, prune_batch=1)
+    assert sim.rejected == [] and sim.errors == [] and result.text == "done"
+    last = sim.requests[-1]["messages"]
+    assert any(
+        name == "slack_reply_in_thread" for m in last for b in m["content"] for name in referenced_names(b)
+    )
+    pruned = [
+        b
+        for m in last[:-2]
+        for b in m["content"]
+        if b.get("type") == "tool_result" and "x" * 100 not in str(b)
+    ]
+    assert len(pruned) >= 3  # the tool's own old results were pruned; the search result was not

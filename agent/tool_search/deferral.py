@@ -20,6 +20,7 @@ and on what a small `Protocol` says about a tool.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
@@ -119,6 +120,11 @@ def reference_blocks(outcome: Any) -> list[dict[str, str]] | None:
     value = getattr(outcome, "value", None)
     if tool is None or getattr(outcome, "is_error", True) or getattr(tool, "name", None) != SEARCH_TOOL_NAME:
         return None
+    if isinstance(value, str):  # a resumed run reads the search's outcome back as recorded text
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
     if not getattr(tool.fn, "finds_tools", False) or not isinstance(value, list) or not value:
         return None
     if not all(isinstance(name, str) for name in value):
