@@ -38,7 +38,9 @@ def split_identifier(text: str) -> list[str]:
     return [part.lower() for token in _WORD.findall(text) for part in _HUMP.split(token) if part]
 
 
+@functools.lru_cache(maxsize=1)
 def _stemmer() -> Callable[[str], str]:
+    """Snowball's English stemmer, imported on first use (the core never loads the extra)."""
     try:
         import snowballstemmer  # type: ignore[import-untyped]
     except ImportError:  # the extra is not installed: whole words still match
@@ -47,7 +49,9 @@ def _stemmer() -> Callable[[str], str]:
     return functools.lru_cache(maxsize=65536)(english.stemWord)
 
 
-stem: Callable[[str], str] = _stemmer()
+def stem(word: str) -> str:
+    """The word's stem (the word itself without the `toolsearch` extra)."""
+    return _stemmer()(word)
 
 
 def words(text: str | Iterable[str]) -> list[str]:

@@ -13,9 +13,10 @@ Expansion words are scored apart from the query's own words and count for less
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 
-from agent.tool_search.text import stem, words
+from agent.tool_search.text import stem
 
 __all__ = ["GROUPS", "expand"]
 
@@ -95,11 +96,15 @@ GROUPS: tuple[str, ...] = (
     "outage incident downtime degraded",
 )
 
-_BY_WORD: dict[str, frozenset[str]] = {}
-for _group in GROUPS:
-    _stems = frozenset(stem(w) for w in _group.split())
-    for _s in _stems:
-        _BY_WORD[_s] = _BY_WORD.get(_s, frozenset()) | _stems
+@functools.cache
+def _by_word() -> dict[str, frozenset[str]]:
+    """Stem -> the stems of its groups, built on first use (stemming loads the extra)."""
+    table: dict[str, frozenset[str]] = {}
+    for group in GROUPS:
+        stems = frozenset(stem(w) for w in group.split())
+        for s in stems:
+            table[s] = table.get(s, frozenset()) | stems
+    return table
 
 
 def expand(terms: Iterable[str]) -> list[str]:
@@ -107,12 +112,7 @@ def expand(terms: Iterable[str]) -> list[str]:
     given = set(terms)
     added: list[str] = []
     for term in given:
-        for other in sorted(_BY_WORD.get(term, ())):
+        for other in sorted(_by_word().get(term, ())):
             if other not in given and other not in added:
                 added.append(other)
     return added
-
-
-def expand_text(text: str) -> list[str]:
-    """`expand(words(text))`, for callers holding a raw query."""
-    return expand(words(text))
