@@ -189,7 +189,7 @@ def test_a_reference_to_an_undefined_tool_is_refused() -> None:
     assert errors == ["Tool reference 'forecast' has no corresponding tool definition"]
 
 
-def test_a_server_search_result_referencing_an_undefined_tool_is_refused() -> None:
+def test_a_server_search_result_in_the_history_is_accepted() -> None:
     messages = [
         {"role": "user", "content": "weather?"},
         {
@@ -206,7 +206,7 @@ def test_a_server_search_result_referencing_an_undefined_tool_is_refused() -> No
                     "tool_use_id": "srvtoolu_1",
                     "content": {
                         "type": "tool_search_tool_search_result",
-                        "tool_references": [{"type": "tool_reference", "tool_name": "forecast"}],
+                        "tool_references": [{"type": "tool_reference", "tool_name": "weather"}],
                     },
                 },
             ],
@@ -214,12 +214,9 @@ def test_a_server_search_result_referencing_an_undefined_tool_is_refused() -> No
         {"role": "user", "content": "go on"},
     ]
     server = {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"}
-    tools = [server, {**WEATHER, "defer_loading": True}]
-    assert validate_request(body(tools, messages)) == [
-        "Tool reference 'forecast' has no corresponding tool definition"
-    ]
-    messages[1]["content"][1]["content"]["tool_references"][0]["tool_name"] = "weather"  # type: ignore[index]
-    assert validate_request(body(tools, messages)) == []
+    request = body([server, {**WEATHER, "defer_loading": True}], messages)
+    assert validate_request(request) == []
+    assert visible_tools(request) == ["tool_search_tool_bm25", "weather"]  # the server's reference loads it
 
 
 def test_pruning_keeps_the_search_result_so_found_tools_stay_loaded(

@@ -128,7 +128,11 @@ def render(body: Mapping[str, Any]) -> list[Position]:
     positions: list[Position] = []
 
     tools = [t for t in body.get("tools") or []]
-    deferred = {t.get("name"): t for t in tools if isinstance(t, Mapping) and t.get("defer_loading") is True}
+    deferred = {
+        t["name"]: t
+        for t in tools
+        if isinstance(t, Mapping) and isinstance(t.get("name"), str) and t.get("defer_loading") is True
+    }
 
     def add(level: str, block: Any, prefix: str = "") -> None:
         ttl = _marker_ttl(block) if isinstance(block, Mapping) else None
@@ -136,7 +140,12 @@ def render(body: Mapping[str, Any]) -> list[Position]:
         chain.update(f"{level}|{prefix}{text}\n".encode())
         hidden = hidden_tokens(block)
         tokens = hidden if hidden is not None else _tokens(text)
-        if level == "tools" and isinstance(block, Mapping) and block.get("name") in deferred:
+        if (
+            level == "tools"
+            and isinstance(block, Mapping)
+            and isinstance(block.get("name"), str)
+            and block["name"] in deferred
+        ):
             tokens = 0  # not in the prompt until a tool_reference loads it, where the reference is
         elif level == "messages":
             tokens += sum(_tokens(_compact(deferred[n])) for n in referenced_names(block) if n in deferred)

@@ -4,13 +4,14 @@ From the tool search documentation's error list, both answered 400:
 
 * every tool of the request deferred: "All tools have defer_loading set. At least one tool
   must be non-deferred." (the model would have nothing to search with);
-* a `tool_reference` naming a tool the request does not define: "Tool reference '<name>'
-  has no corresponding tool definition", whether the reference sits in a client
-  `tool_result` (a custom tool search) or in a server `tool_search_tool_result`.
+* a `tool_reference` in a `tool_result` (a custom, client-side tool search) naming a tool
+  the request does not define: "Tool reference '<name>' has no corresponding tool
+  definition".
 
 Deliberately not refused: a reference to a tool that is not deferred, a `tool_result` that
 mixes references with other content, deferred tools without any tool search tool (a
-client-side search is an ordinary tool). The documentation states no such 400.
+client-side search is an ordinary tool), and references inside a server
+`tool_search_tool_result` (the API wrote them; the documentation states no 400 for them).
 
 For the simulator's model, `visible_tools` is what a model can call: the tools declared in
 full, and the deferred ones a reference has loaded. (The bill follows the same rule, in
@@ -44,11 +45,14 @@ def referenced_names(block: Any) -> list[str]:
     return [str(b["tool_name"]) for b in refs if isinstance(b.get("tool_name"), str)]
 
 
-def _references(messages: Any) -> Iterator[str]:
+def _references(
+    messages: Any, kinds: tuple[str, ...] = ("tool_result", "tool_search_tool_result")
+) -> Iterator[str]:
     for message in _list(messages):
         content = message.get("content") if isinstance(message, Mapping) else None
         for block in _list(content):
-            yield from referenced_names(block)
+            if isinstance(block, Mapping) and block.get("type") in kinds:
+                yield from referenced_names(block)
 
 
 def check_deferred(body: Mapping[str, Any]) -> list[str]:
@@ -57,8 +61,8 @@ def check_deferred(body: Mapping[str, Any]) -> list[str]:
     errors = []
     if tools and all(t.get("defer_loading") is True for t in tools):
         errors.append("All tools have defer_loading set. At least one tool must be non-deferred.")
-    defined = {t.get("name") for t in tools}
-    for name in dict.fromkeys(_references(body.get("messages"))):
+    defined = {t.get("name") for t in tools if isinstance(t.get("name"), str)}
+    for name in dict.fromkeys(_references(body.get("messages"), ("tool_result",))):
         if name not in defined:
             errors.append(f"Tool reference '{name}' has no corresponding tool definition")
     return errors
