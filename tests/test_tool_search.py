@@ -7,6 +7,7 @@ case built so that only its link can find the second tool of a workflow.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +123,12 @@ def test_generic_parameters_link_nothing() -> None:
     graph = ToolIndex(DECLARATIONS).graph
     assert "slack_post_message" not in graph.links.get("email_search", {})  # both take `query`-like args
     assert "shop_process_refund" in graph.links["shop_cancel_order"]  # both take order_id
+
+
+def test_without_the_extra_the_index_says_which_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "rank_bm25", None)
+    with pytest.raises(ImportError, match=r"agent-from-scratch\[toolsearch\]"):
+        ToolIndex(DECLARATIONS)
 
 
 def test_search_is_deterministic_and_bounded(index: ToolIndex) -> None:

@@ -5,7 +5,9 @@ Three sources, fused by weighted reciprocal-rank fusion (each source contributes
 
 * **keyword**: BM25 (the `rank-bm25` library) over each tool's name, description,
   parameter names and parameter descriptions, cut into words by `agent.tool_search.text`.
-  The name counts twice: it is the shortest, most deliberate summary a tool has.
+  The name counts twice: it is the shortest, most deliberate summary a tool has. The
+  query's words are widened by `agent.tool_search.thesaurus` ("bug" also asks for "issue"),
+  the added words counting for less.
 * **graph**: the best keyword hits expanded over `ToolGraph` (tools sharing an identifying
   parameter or a resource), which brings the *other* tools of a workflow (cancel an order,
   then refund it) that the query does not spell out.
