@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from agent import SEARCH_TOOL_NAME, Agent, ModelCallFailed, tool
+from agent import SEARCH_TOOL_NAME, Agent, ModelCallFailed, RunState, tool
+from agent.context.tokens import estimate_tokens, prompt_estimate
 from agent.registry import Tool
 from agent.testing.cache_model import block_tokens, render
 from agent.testing.deferred import referenced_names, visible_tools
@@ -247,3 +248,24 @@ def test_pruning_keeps_the_search_result_so_found_tools_stay_loaded(
         if b.get("type") == "tool_result" and "x" * 100 not in str(b)
     ]
     assert len(pruned) >= 3  # the tool's own old results were pruned; the search result was not
+
+
+def test_token_estimates_leave_unloaded_deferred_tools_out_so_calibration_stays_true(
+    simulator: Callable[..., MessagesSimulator],
+) -> None:
+    seen: list[RunState] = []
+
+    class Watched(Agent):
+        def call_model(self, request: dict[str, Any], state: RunState) -> Any:
+            seen.append(state)
+            return super().call_model(request, state)
+
+    sim = simulator(finder("reply in a slack thread"))
+    agent = Watched(
+        llm=sim.llm(), model=MODEL, system=SYSTEM, tools=TOOLS, artifacts_dir=None, model_retries=0
+    )
+    agent.run("Answer the customer in the Slack thread about the outage.")
+    ratio = seen[-1].calibration.ratio  # billed / estimated, learned over the run's three calls
+    assert 0.8 < ratio < 1.25, ratio
+    first = sim.requests[0]
+    assert prompt_estimate(first) < estimate_tokens(first) / 2  # 80 deferred declarations left out

@@ -34,6 +34,7 @@ __all__ = [
     "reference_blocks",
     "search_function",
     "server_search_tool",
+    "unloaded_deferred",
 ]
 
 DEFAULT_THRESHOLD = 30
@@ -41,6 +42,8 @@ DEFAULT_THRESHOLD = 30
 accuracy fall past 30-50 tools)."""
 
 SEARCH_TOOL_NAME = "search_tools"
+LOADING_BLOCKS = ("tool_result", "tool_search_tool_result")
+"""Blocks whose `tool_reference`s load deferred tools (a client search's, the server's)."""
 SEARCH_RESULTS = 5
 
 SearchMode = Literal["client", "bm25", "regex"]
@@ -130,3 +133,26 @@ def reference_blocks(outcome: Any) -> list[dict[str, str]] | None:
     if not all(isinstance(name, str) for name in value):
         return None
     return [{"type": "tool_reference", "tool_name": name} for name in value]
+
+
+def unloaded_deferred(request: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The deferred tool declarations of `request` that no `tool_reference` in its messages
+    loads: in the body, not in the prompt, so a size estimate must leave them out (a loaded
+    one is billed once, where its reference is, about its declaration's size)."""
+    tools = request.get("tools")
+    if not isinstance(tools, list):
+        return []
+    deferred = [t for t in tools if isinstance(t, Mapping) and t.get("defer_loading") is True]
+    if not deferred:
+        return []
+    loaded: set[Any] = set()
+    for message in request.get("messages") or ():
+        content = message.get("content") if isinstance(message, Mapping) else None
+        for block in content if isinstance(content, list) else ():
+            if not isinstance(block, Mapping) or block.get("type") not in LOADING_BLOCKS:
+                continue
+            inner = block.get("content")
+            refs = inner.get("tool_references") if isinstance(inner, Mapping) else inner
+            if isinstance(refs, list):
+                loaded.update(r.get("tool_name") for r in refs if isinstance(r, Mapping))
+    return [t for t in deferred if t.get("name") not in loaded]
