@@ -37,12 +37,14 @@ from agent.request_log import read_requests, request_at
 from agent.server_tools import ServerTool, code_execution, server_tool, web_fetch, web_search
 from agent.session import Session, SessionError, SessionWriteError, read_session
 from agent.state import RunResult, RunState
+from agent.tool_search import SEARCH_TOOL_NAME, ToolIndex, server_search_tool
 from agent.usage import PRICES, Price, RunUsage, Usage
 
 __all__ = [
     "LLM",
     "MODELS",
     "PRICES",
+    "SEARCH_TOOL_NAME",
     "SERVER_TOOL_FEES",
     "Agent",
     "AgentError",
@@ -81,6 +83,7 @@ __all__ = [
     "TokenCounter",
     "Tool",
     "ToolCall",
+    "ToolIndex",
     "ToolOutcome",
     "ToolRegistry",
     "Usage",
@@ -93,6 +96,7 @@ __all__ = [
     "read_requests",
     "read_session",
     "request_at",
+    "server_search_tool",
     "server_tool",
     "tool",
     "web_fetch",

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from anthropic.types import Message
 from anthropic.types import Usage as SDKUsage
 
-from agent.context.tokens import estimate_tokens
+from agent.context.tokens import estimate_tokens, prompt_estimate
 from agent.retry import estimated_attempt
 from agent.usage import Usage
 
@@ -75,7 +75,7 @@ def book_answer(
     )
     book_usage(config, state, record)
     calibration = state.calibration
-    calibration.observe(estimate_tokens(request), record.prompt, calibration.hidden_tokens(request))
+    calibration.observe(prompt_estimate(request), record.prompt, calibration.hidden_tokens(request))
     details = response.usage.output_tokens_details
     if details is not None and details.thinking_tokens:
         calibration.note_thinking(

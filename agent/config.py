@@ -18,6 +18,7 @@ from agent.context.thinking import STRATEGIES, default_strategy
 from agent.mcp.connector import RemoteMcp
 from agent.models import EFFORTS, MODELS, THINKING_TYPES, ModelInfo, ModelTable
 from agent.setup_checks import check_option_types, check_subclass, did_you_mean
+from agent.tool_search.deferral import SearchMode
 
 if TYPE_CHECKING:
     from agent.approval import Approver
@@ -46,6 +47,8 @@ class AgentOptions(TypedDict, total=False):
     models: ModelTable
     on_event: Callable[[Event], None] | None
     tool_timeout: float | None
+    defer_tools_above: int | None
+    tool_search: SearchMode
     usage_log: str | Path | None
     request_log: str | Path | None
     max_context_tokens: int
@@ -115,6 +118,12 @@ class AgentConfig:
     thinking deltas (streamed), tool calls and results. For progress displays."""
     tool_timeout: float | None = 60.0
     """Seconds a tool may run before it becomes an error result (per-tool `timeout` wins)."""
+    defer_tools_above: int | None = 30
+    """With more tools than this, those not made with `@tool(defer=False)` are declared
+    `defer_loading: true` and found through tool search (`agent.tool_search`); None never."""
+    tool_search: SearchMode = "client"
+    """Who finds deferred tools: "client" (our `search_tools` tool, BM25 + graph), or the API's
+    server-side tool search tool, "bm25" or "regex"."""
     usage_log: str | Path | None = None
     """A JSONL file that gets one usage record per model call."""
     request_log: str | Path | None = None
@@ -204,7 +213,10 @@ class AgentConfig:
             raise ValueError(
                 f'thinking_history="drop_block" needs a model with preserved thinking, not {self.model}'
             )
-        for name in ("max_steps", "keep_recent", "prune_batch", "max_context_tokens", "model_retries"):
+        if self.tool_search not in ("client", "bm25", "regex"):
+            raise ValueError(f'tool_search must be "client", "bm25" or "regex", not {self.tool_search!r}')
+        names = ("max_steps", "keep_recent", "prune_batch", "max_context_tokens", "model_retries")
+        for name in (*names, "defer_tools_above"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
                 raise TypeError(f"{name} must be an int, not {type(value).__name__} {value!r}")

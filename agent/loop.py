@@ -69,6 +69,7 @@ from agent.session import Session
 from agent.setup_checks import check_tools
 from agent.state import RunResult, RunState
 from agent.steps import ask, blocking, recorded, run_sync, settle
+from agent.tool_search.deferral import reference_blocks
 from agent.tool_warnings import warn_outcomes
 from agent.usage import RunUsage
 
@@ -91,7 +92,12 @@ class Agent(AgentConfig):
                 )
         if self.usage_log:
             Path(self.usage_log).parent.mkdir(parents=True, exist_ok=True)
-        self.registry = ToolRegistry(self.tools, default_timeout=self.tool_timeout)
+        self.registry = ToolRegistry(
+            self.tools,
+            default_timeout=self.tool_timeout,
+            defer_above=self.defer_tools_above,
+            tool_search=self.tool_search,
+        )
         register_read_artifact(self.registry, self.artifacts_dir, self.diet)
         check_tools(self.registry, self.keep_fields)
         llm = self.llm or AnthropicLLM()
@@ -336,7 +342,10 @@ class Agent(AgentConfig):
 
     def results_turn(self, outcomes: Sequence[ToolOutcome], state: RunState) -> Msg:
         """ONE user message holding every tool_result, in call order."""
-        results = [tool_result_block(o.call.id, self.render_result(o, state), o.is_error) for o in outcomes]
+        results = [
+            tool_result_block(o.call.id, reference_blocks(o) or self.render_result(o, state), o.is_error)
+            for o in outcomes
+        ]  # a tool search's result is `tool_reference` blocks, which load the tools it found
         return {"role": "user", "content": results}
 
     def append(self, state: RunState, *new: Msg | None) -> None:

@@ -136,7 +136,9 @@ def tool_calls(response: Message) -> list[ToolCall]:
     return [ToolCall(ids[i], b.name, b.input) for i, b in enumerate(response.content) if b.type == "tool_use"]
 
 
-def tool_result_block(tool_use_id: str, content: str, is_error: bool = False) -> dict[str, Any]:
+def tool_result_block(
+    tool_use_id: str, content: str | list[dict[str, Any]], is_error: bool = False
+) -> dict[str, Any]:
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content}
     if is_error:
         block["is_error"] = True

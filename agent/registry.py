@@ -44,6 +44,15 @@ from agent.render import describe_error, renderable, safe_text
 from agent.schema import check_sendable, input_model_for, json_schema, parse_docstring
 from agent.server_tools import ServerTool, server_tool
 from agent.signature import call_arguments, caller_locals, describe_callable
+from agent.tool_search.deferral import (
+    DEFAULT_THRESHOLD,
+    SEARCH_TOOL_NAME,
+    SearchMode,
+    declare,
+    deferral_active,
+    search_function,
+)
+from agent.tool_search.index import ToolIndex
 from agent.workers import WORKERS
 
 __all__ = ["MAX_OUTPUT_CHARS", "Tool", "ToolCall", "ToolOutcome", "ToolRegistry", "bound_output"]
@@ -75,6 +84,9 @@ class Tool:
     """False keeps results exact (files about to be edited, migrations, diffs)."""
     timeout: float | None = None
     """Seconds before the call becomes an error result; None uses the agent's default."""
+    defer: bool | None = None
+    """Declared `defer_loading` (found through tool search): None when the registry is over its
+    threshold (`agent.tool_search.deferral`), False never (a core tool), True always."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not TOOL_NAME.fullmatch(self.name):
@@ -116,6 +128,7 @@ def tool(
     requires_approval: bool = False,
     compress: bool = True,
     timeout: float | None = None,
+    defer: bool | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
@@ -129,6 +142,7 @@ def tool(
     requires_approval: bool = False,
     compress: bool = True,
     timeout: float | None = None,
+    defer: bool | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a tool from a typed function; usable bare (`@tool`) or with options."""
 
@@ -155,6 +169,7 @@ def tool(
             requires_approval=requires_approval,
             compress=compress,
             timeout=timeout,
+            defer=defer,
         )
         check_sendable(made.declaration(), made.name)
         return made
@@ -200,9 +215,13 @@ class ToolRegistry:
         tools: Iterable[Tool | ServerTool | Mapping[str, Any] | Callable[..., Any]] = (),
         default_timeout: float | None = 60.0,
         max_output_chars: int = MAX_OUTPUT_CHARS,
+        defer_above: int | None = DEFAULT_THRESHOLD,
+        tool_search: SearchMode = "client",
     ):
         self.default_timeout = default_timeout
         self.max_output_chars = max_output_chars
+        self.defer_above = defer_above
+        self.tool_search: SearchMode = tool_search
         self._tools: dict[str, Tool] = {}
         self._server: dict[str, ServerTool] = {}
         """Tools the API runs (`agent.server_tools`): declared, never run here."""
@@ -216,6 +235,34 @@ class ToolRegistry:
         if tool_.name in self._tools or tool_.name in self._server:
             raise ValueError(f"duplicate tool name: {tool_.name}")
         self._tools[tool_.name] = tool_
+        if (
+            self.tool_search == "client"
+            and SEARCH_TOOL_NAME not in self._tools
+            and deferral_active(list(self._tools.values()), self.defer_above)
+        ):  # the tool that finds the deferred ones; never pruned, or found tools would vanish
+            search = search_function(self._search_deferred)
+            self._tools[SEARCH_TOOL_NAME] = tool(never_prune=True, defer=False)(search)
+
+    def search(self, query: str, k: int = 5) -> list[str]:
+        """The names of the `k` tools that best fit `query` (BM25 + graph expansion + weighted
+        rank fusion, `agent.tool_search.index`), best first. Needs the `toolsearch` extra."""
+        return [hit.name for hit in self._index(deferred_only=False).search(query, k)]
+
+    def _search_deferred(self, query: str, k: int) -> list[str]:
+        return [hit.name for hit in self._index(deferred_only=True).search(query, k)]
+
+    def _index(self, deferred_only: bool) -> ToolIndex:
+        """Built once per tool set (declarations are cached, so their identities say when the
+        tools changed)."""
+        declared = [d for d in self.declarations() if "input_schema" in d]
+        if deferred_only:
+            declared = [d for d in declared if d.get("defer_loading")]
+        key = (deferred_only, tuple(map(id, declared)))
+        indexes: dict[tuple[bool, tuple[int, ...]], ToolIndex] = getattr(self, "_indexes", {})
+        if key not in indexes:
+            indexes = {k: v for k, v in indexes.items() if k[0] != deferred_only} | {key: ToolIndex(declared)}
+            self._indexes = indexes
+        return indexes[key]
 
     def add_server(self, tool_: ServerTool) -> None:
         """Declare a tool the API runs (its definition is sent as given)."""
@@ -256,8 +303,9 @@ class ToolRegistry:
             self, "_declared", None
         )
         if cached is None or len(cached[0]) != len(tools) or any(map(operator.is_not, cached[0], tools)):
-            ordered = sorted(tools, key=lambda t: t.name)
-            cached = (tools, [t.declaration() for t in ordered])
+            functions = declare(list(self), self.defer_above, self.tool_search)
+            server = [t.declaration() for t in self.server_tools]
+            cached = (tools, sorted([*functions, *server], key=lambda d: str(d.get("name", ""))))
             self._declared = cached
         return list(cached[1])
 

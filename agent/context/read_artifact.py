@@ -204,7 +204,7 @@ def make_read_artifact(
             json_path: e.g. items[3].customer or items[*].id (JSON results).
             pattern: {syntax_help()}
         """
-    return tool(compress=False)(read_artifact)  # already bounded: compressing it again would defeat it
+    return tool(compress=False, defer=False)(read_artifact)  # bounded already; core: results point at it
 
 
 read_artifact = make_read_artifact("artifacts")

@@ -30,10 +30,12 @@ from collections.abc import Callable, Mapping, Sequence, Sized
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agent.tool_search.deferral import unloaded_deferred
+
 if TYPE_CHECKING:
     from agent.llm import TokenCounter
 
-__all__ = ["Calibration", "estimate_tokens", "request_tokens", "signature_key"]
+__all__ = ["Calibration", "estimate_tokens", "prompt_estimate", "request_tokens", "signature_key"]
 
 log = logging.getLogger("agent.context")
 
@@ -235,6 +237,17 @@ def estimate_tokens(value: Any, chars_per_token: float = CHARS_PER_TOKEN) -> int
     return math.ceil(_chars(value) / chars_per_token)
 
 
+def prompt_estimate(request: Any) -> int:
+    """`estimate_tokens` of a request as the model reads it: deferred tool declarations
+    (`defer_loading`) are in the body but not in the prompt until a `tool_reference` loads
+    them, so those not loaded are left out."""
+    raw = estimate_tokens(request)
+    if not isinstance(request, Mapping):
+        return raw
+    unloaded = unloaded_deferred(request)
+    return raw - math.ceil(_chars(unloaded) / CHARS_PER_TOKEN) if unloaded else raw
+
+
 @functools.lru_cache(maxsize=16384)
 def signature_key(signature: str) -> str:
     """A short, stable key for a thinking block's signature (signatures run long)."""
@@ -283,7 +296,7 @@ class Calibration:
     """signature_key(signature) -> tokens of reasoning behind that thinking block."""
 
     def estimate(self, request: Any) -> int:
-        return math.ceil(estimate_tokens(request) * self.ratio) + self.hidden_tokens(request)
+        return math.ceil(prompt_estimate(request) * self.ratio) + self.hidden_tokens(request)
 
     def hidden_tokens(self, value: Any) -> int:
         """Tokens of reasoning carried by the thinking blocks in `value` beyond their text."""
@@ -325,5 +338,5 @@ def request_tokens(
     except Exception as error:
         log.warning("count_tokens failed (%s: %s); using the estimate", type(error).__name__, error)
         return estimate
-    calibration.observe(estimate_tokens(request), exact, calibration.hidden_tokens(request))
+    calibration.observe(prompt_estimate(request), exact, calibration.hidden_tokens(request))
     return exact

@@ -25,6 +25,9 @@ follows the documented semantics strictly rather than generously:
   (and so never read): both counters stay 0.
 * Entries live 5 minutes (or 1 hour with `ttl: "1h"`) on an injectable clock,
   refreshed on every hit.
+* A tool declared `defer_loading: true` costs nothing where the tools are (it still
+  counts in the digest: the tools list is part of the prefix); a `tool_reference` to it
+  costs its definition at the reference's position, where the API loads it.
 * uncached + read + write == the whole prompt, always.
 """
 
@@ -40,6 +43,7 @@ from typing import Any
 
 from agent.context.cache import MIN_CACHEABLE_TOKENS
 from agent.models import MODELS, base_model
+from agent.testing.deferred import referenced_names
 from agent.testing.signatures import hidden_tokens
 
 __all__ = [
@@ -123,15 +127,31 @@ def render(body: Mapping[str, Any]) -> list[Position]:
     chain = hashlib.sha256(_compact(["model", body.get("model")]).encode())
     positions: list[Position] = []
 
+    tools = [t for t in body.get("tools") or []]
+    deferred = {
+        t["name"]: t
+        for t in tools
+        if isinstance(t, Mapping) and isinstance(t.get("name"), str) and t.get("defer_loading") is True
+    }
+
     def add(level: str, block: Any, prefix: str = "") -> None:
         ttl = _marker_ttl(block) if isinstance(block, Mapping) else None
         text = _compact(_without_marker(block) if isinstance(block, Mapping) else block)
         chain.update(f"{level}|{prefix}{text}\n".encode())
         hidden = hidden_tokens(block)
         tokens = hidden if hidden is not None else _tokens(text)
+        if (
+            level == "tools"
+            and isinstance(block, Mapping)
+            and isinstance(block.get("name"), str)
+            and block["name"] in deferred
+        ):
+            tokens = 0  # not in the prompt until a tool_reference loads it, where the reference is
+        elif level == "messages":
+            tokens += sum(_tokens(_compact(deferred[n])) for n in referenced_names(block) if n in deferred)
         positions.append(Position(level, text, tokens, chain.hexdigest(), ttl))
 
-    for tool in body.get("tools") or []:
+    for tool in tools:
         add("tools", tool)
     for block in _as_blocks(body.get("system")):
         add("system", block)

@@ -9,6 +9,7 @@ cassette comes out identical, and one policy serves many runs at once.
     call("calculator", a=2, op="*", b=3)     # a tool_use block (the simulator names its id)
     prompt_text(body)                        # the first user message's text
     latest_results(body)                     # the tool results the model is reading now
+    visible_tools(body)                      # the tools it can call (deferred ones once found)
     scripted(answer1, answer2, ...)          # answer N at the N-th step of a run
     arithmetic                               # calls `calculator` for "123456 × 789", then answers
     echo_summarizer                          # a tool-less summary call's answer
@@ -21,6 +22,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agent.testing.deferred import visible_tools
+
 __all__ = [
     "ToolResult",
     "arithmetic",
@@ -30,6 +33,7 @@ __all__ = [
     "prompt_text",
     "scripted",
     "step_number",
+    "visible_tools",
 ]
 
 Body = Mapping[str, Any]

@@ -86,6 +86,7 @@ from agent.models import EFFORTS, MODELS, THINKING_TYPES
 from agent.testing import sse
 from agent.testing.answers import Reply, error_body, json_reply, normalize
 from agent.testing.cache_model import MIN_CACHEABLE_TOKENS, PromptCache, base_model, render
+from agent.testing.deferred import hidden_tools
 from agent.testing.mcp_blocks import name_mcp_blocks
 from agent.testing.output import compose, sign
 from agent.testing.server import SERVER_NAME, LoopbackServer
@@ -284,6 +285,9 @@ class MessagesSimulator:
         try:
             content, stop_reason = normalize(policy(copy.deepcopy(prompt)))
             calls = [b for b in content if b["type"] == "tool_use"]
+            unseen = sorted({str(b.get("name")) for b in calls} & hidden_tools(prompt))
+            if unseen:  # a model cannot call a deferred tool before a tool_reference loads it
+                raise AssertionError(f"the policy called deferred tools not loaded yet: {unseen}")
             for index, block in enumerate(calls):
                 block["id"] = f"toolu_sim_{number}_{index}"  # named before the cut: the id costs tokens
             name_calls(content, number)

@@ -22,7 +22,8 @@ fake. So the two halves come from two sources:
   is whitespace alone in its message), more than 4 cache breakpoints, tool-name pattern and uniqueness,
   `input_schema` of type object, `tool_use` ids unique within a turn; plus the
   per-model refusals read from `agent.models` (effort levels, thinking types,
-  forced tool use). A model the table does not know gets no per-model rule.
+  forced tool use). A model the table does not know gets no per-model rule. Deferred tools
+  and `tool_reference` blocks have their own two refusals (`agent.testing.deferred`).
 
 Deliberately *not* refused, because live traffic shows the API accepts them: a
 history that starts with an assistant turn, and a `tool_use` id reused in a later
@@ -42,6 +43,7 @@ from anthropic.types import JSONOutputFormatParam
 from agent.context.cache import count_breakpoints
 from agent.models import MODELS, THINKING_TYPES, ModelTable
 from agent.server_tools import is_server_call, is_server_result, result_type_for
+from agent.testing.deferred import check_deferred
 from agent.testing.mcp_blocks import check_connector
 from agent.testing.wire_shapes import check_shape
 
@@ -102,6 +104,7 @@ def _validate(body: Mapping[str, Any], models: ModelTable, version: str, *, coun
     errors += _check_model_rules(body, models)
     errors += _check_tools(body.get("tools"))
     errors += check_connector(body)
+    errors += check_deferred(body)
     errors += _check_text(body)
     errors += _check_messages(body.get("messages"))
     if not legacy:
