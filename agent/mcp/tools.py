@@ -120,7 +120,9 @@ def _schema(listed: Any) -> dict[str, Any]:
     return schema
 
 
-POLICIES = frozenset({"keep", "never_prune", "irreversible", "requires_approval", "compress", "timeout"})
+POLICIES = frozenset(
+    {"keep", "never_prune", "irreversible", "requires_approval", "compress", "timeout", "defer"}
+)
 """The `Tool` policies `mcp_tools(options=...)` may set per tool (what `@tool(...)` takes)."""
 
 
