@@ -21,7 +21,9 @@ from agent.testing.simulator import MessagesSimulator
 
 DATA = Path(__file__).parent.parent / "benchmarks" / "tool_search_data"
 SERVER = StdioServer(sys.executable, [str(Path(__file__).with_name("mcp_server.py")), "stdio"])
-HITS = [{"type": "web_search_result", "url": "https://status.test/1", "title": "Outage", "encrypted_content": "e"}]
+HITS = [
+    {"type": "web_search_result", "url": "https://status.test/1", "title": "Outage", "encrypted_content": "e"}
+]
 
 
 def make_tool(declaration: dict[str, Any]) -> Tool:
