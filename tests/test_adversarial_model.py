@@ -77,7 +77,8 @@ def test_duplicate_ids_in_one_turn_each_get_their_own_result_and_stay_valid() ->
     ids = [b["id"] for b in sent[1]["content"]]
     assert len(set(ids)) == 2 and ids[0] == "toolu_same"
     assert [b["tool_use_id"] for b in sent[2]["content"]] == ids
-    assert [r["text"] for r in ran] == ["a", "b"] and valid(sent)
+    assert sorted(r["text"] for r in ran) == ["a", "b"] and valid(sent)  # each ran once, in parallel
+    assert [b["content"] for b in sent[2]["content"]] == ["noted: a", "noted: b"]  # results in call order
 
 
 def test_a_response_without_usage_is_estimated_not_a_crash(caplog: pytest.LogCaptureFixture) -> None:
