@@ -33,12 +33,14 @@ from agent.context.guard import PrefixGuard, prefix_changes, same_ignoring_cache
 from agent.context.prune import (
     _names_by_id,
     _prunable,
+    call_signature,
     is_stub,
     prunable_turns,
     prune,
     stub_for,
     tool_result_turns,
 )
+from agent.context.report import newly_pruned
 from agent.context.tokens import Calibration, IdentityCache, PrefixMemo, estimate_tokens, memoized
 from agent.messages import Msg, blocks, content_text, tool_names_by_id
 from agent.registry import ToolRegistry
@@ -319,6 +321,84 @@ def test_pruning_decisions_equal_the_full_scan_at_every_step(
                         stub = stub_for(block, name, arguments, marker(inline) if inline else pointer)
                         expected = None if protected(name) or len(stub) >= len(text) else stub
                         assert _prunable(block, names, protected, lambda _id, p=pointer: p) == expected
+
+
+def reference_newly_pruned(before: Sequence[Msg], after: Sequence[Msg]) -> tuple[str, ...]:
+    names = tool_names_by_id(after)
+    found = []
+    for old, new in zip(before, after, strict=False):
+        for was, now in zip(blocks(old), blocks(new), strict=False):
+            if (
+                now.get("type") == "tool_result"
+                and is_stub(now.get("content"))
+                and not is_stub(was.get("content"))
+            ):
+                name, arguments = names.get(str(now.get("tool_use_id", "")), ("?", {}))
+                found.append(call_signature(name, arguments))
+    return tuple(found)
+
+
+def reference_prune(messages: Sequence[Msg], keep_recent: int) -> list[Msg]:
+    targets = set(reference_prunable_turns(messages, keep_recent, protected))
+    names = tool_names_by_id(messages)
+    pruned: list[Msg] = []
+    for index, message in enumerate(messages):
+        if index not in targets:
+            pruned.append(message)
+            continue
+        new_blocks = []
+        for block in blocks(message):
+            stub = _prunable(block, names, protected, lambda _id: None)
+            new_blocks.append(block if stub is None else {**block, "content": stub})
+        pruned.append({**message, "content": new_blocks})
+    return pruned
+
+
+@pytest.mark.slow
+@PROFILE
+@given(runs(), st.integers(0, 4))
+def test_pruned_histories_and_prune_reports_equal_the_full_scan(
+    run: tuple[list[list[Msg]], list[str]], keep_recent: int
+) -> None:
+    """`prune` rebuilds only its targets and `newly_pruned` looks calls up in pruning's incremental
+    map, only once it found a new stub: both must give the whole history's answer, step after step
+    (a stale map would name a call by what an earlier history said)."""
+    previous: list[Msg] = []
+    for messages in steps(*run, keep_recent):
+        pruned = prune(messages, keep_recent, protected=protected)
+        expected = reference_prune(messages, keep_recent)
+        assert pruned == expected
+        kept = [i for i, message in enumerate(expected) if message is messages[i]]
+        assert [i for i, message in enumerate(pruned) if message is messages[i]] == kept  # untouched: shared
+        assert newly_pruned(messages, pruned) == reference_newly_pruned(messages, pruned)
+        assert newly_pruned(previous, messages) == reference_newly_pruned(previous, messages)
+        previous = messages
+
+
+def test_a_prune_report_names_calls_as_the_pruned_history_has_them() -> None:
+    """The map `newly_pruned` reads was last filled from an older history whose call had other
+    arguments under the same id: the report must name the call as the new history has it."""
+    result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "x" * 500}
+    older: list[Msg] = [
+        {"role": "user", "content": "go"},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "toolu_1", "name": "a", "input": {"p": 1}}],
+        },
+        {"role": "user", "content": [result]},
+    ]
+    assert _names_by_id(older)["toolu_1"] == ("a", {"p": 1})  # the incremental map now holds `older`
+    newer = [
+        older[0],
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "toolu_1", "name": "b", "input": {"p": 2}}],
+        },
+        older[2],
+    ]
+    stubbed = [*newer[:2], {"role": "user", "content": [{**result, "content": "[pruned: b(p=2)]"}]}]
+    assert newly_pruned(older, stubbed) == ("b(p=2)",)
+    assert newly_pruned(newer, stubbed) == ("b(p=2)",)
 
 
 def test_values_that_compare_equal_but_serialise_differently_are_not_confused() -> None:
