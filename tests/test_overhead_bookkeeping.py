@@ -826,3 +826,113 @@ def test_the_request_estimate_follows_a_request_changed_in_place() -> None:
     assert estimate_tokens(request) == reference_estimate(request)
     request["system"] = "y" * 50
     assert estimate_tokens(request) == reference_estimate(request)
+
+
+# -- the request built once a step (`agent.context.built_once`) ---------------------------
+
+
+def _finisher(calls: list[dict[str, Any]]) -> Any:
+    def finish(request: dict[str, Any]) -> dict[str, Any]:
+        calls.append(request)
+        return mark_breakpoints(request)
+
+    return finish
+
+
+def test_an_identical_request_gets_the_kept_body_once_and_anything_else_is_built_afresh() -> None:
+    from agent.context.built_once import built_once
+
+    history: list[Msg] = [
+        {"role": "user", "content": [{"type": "text", "text": "Audit."}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "On it."}]},
+        {"role": "user", "content": [{"type": "text", "text": "Go on."}]},
+    ]
+
+    def build(messages: list[Msg], **extra: Any) -> dict[str, Any]:
+        return {"model": "claude-opus-5", "max_tokens": 1000, "messages": messages, **extra}
+
+    kept: list[Any] = []
+    calls: list[dict[str, Any]] = []
+    first = built_once(kept, build(list(history)), _finisher(calls))
+    assert built_once(kept, build(list(history)), _finisher(calls)) is first and len(calls) == 1
+    again = built_once(kept, build(list(history)), _finisher(calls))  # handed out once only
+    assert again is not first and again == first and len(calls) == 2
+    variants = [
+        build([*history[:2], copy.deepcopy(history[2])]),  # an equal message, not the same dict
+        build(list(history[:2])),
+        build(list(history), thinking={"type": "enabled", "budget_tokens": 1024}),
+        {"max_tokens": 1000, "model": "claude-opus-5", "messages": list(history)},  # key order
+        build(list(history), metadata={"n": True}),  # equal to {"n": 1}, not the same JSON
+        build(list(history), metadata={"n": 1, "m": 1}),
+        build(list(history), metadata={"m": 1, "n": 1}),
+        {
+            "model": "claude-opus-5",
+            "max_tokens": 1000.0,
+            "messages": list(history),
+            "metadata": {"m": 2, "n": 1},
+        },
+    ]
+    built_once(kept, build(list(history), metadata={"n": 1}), _finisher(calls))
+    for variant in variants:  # each differs from the request kept just before it
+        count = len(calls)
+        body = built_once(kept, variant, _finisher(calls))
+        assert len(calls) == count + 1 and body == mark_breakpoints(variant)
+
+
+def test_a_kept_body_its_first_holder_edited_is_not_handed_out() -> None:
+    from agent.context.built_once import built_once
+
+    request = {"model": "claude-opus-5", "max_tokens": 1000, "messages": [{"role": "user", "content": "x"}]}
+    for edit in (
+        lambda body: body.__setitem__("metadata", {"user_id": "u"}),
+        lambda body: body.__setitem__("max_tokens", 5),
+        lambda body: body["messages"].append({"role": "assistant", "content": "y"}),
+    ):
+        kept: list[Any] = []
+        calls: list[dict[str, Any]] = []
+        edit(built_once(kept, dict(request), _finisher(calls)))
+        assert built_once(kept, dict(request), _finisher(calls)) == mark_breakpoints(request)
+        assert len(calls) == 2
+
+
+def test_each_step_sends_the_request_its_final_history_makes() -> None:
+    """The history policy measures a request, then the history changes (a note added after
+    measuring): what is sent must be built from the final history, never the measured one;
+    when nothing changed, what is sent is the very body that was measured."""
+    from agent import Agent
+    from agent.state import RunState
+    from agent.testing import ScriptedLLM, reply, tool_use
+
+    @tool
+    def note(text: str) -> str:
+        """Notes.
+
+        Args:
+            text: what to note.
+        """
+        return "noted " + text
+
+    measured: list[dict[str, Any]] = []
+
+    class Noting(Agent):
+        def prepare_context(self, state: RunState) -> list[Msg]:
+            messages = super().prepare_context(state)
+            if state.step % 2:
+                return messages
+            last = messages[-1]
+            return [*messages[:-1], {**last, "content": [*blocks(last), {"type": "text", "text": "(note)"}]}]
+
+        def build_request(self, state: RunState) -> dict[str, Any]:
+            request = super().build_request(state)
+            measured.append(request)
+            return request
+
+    script = [reply(tool_use("note", {"text": str(i)})) for i in range(5)] + [reply("done")]
+    llm = ScriptedLLM(script)
+    agent = Noting(llm=llm, tools=[note], max_context_tokens=500_000, artifacts_dir=None)
+    agent.run("go")
+    assert len(llm.requests) == 6 and len(measured) == 12  # measured, then sent, each step
+    for step, sent in enumerate(llm.requests, start=1):
+        measured_body, sent_body = measured[2 * step - 2], measured[2 * step - 1]
+        assert sent == sent_body and json.dumps(sent).count("(note)") == step // 2
+        assert (sent_body is measured_body) == (step % 2 == 1)
