@@ -936,3 +936,73 @@ def test_each_step_sends_the_request_its_final_history_makes() -> None:
         measured_body, sent_body = measured[2 * step - 2], measured[2 * step - 1]
         assert sent == sent_body and json.dumps(sent).count("(note)") == step // 2
         assert (sent_body is measured_body) == (step % 2 == 1)
+
+
+# -- deferred tools left out of the estimate, without reading the whole history each time --
+
+
+def reference_unloaded(request: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    deferred = [t for t in request["tools"] if t.get("defer_loading") is True]
+    loaded = set()
+    for message in request["messages"]:
+        for block in blocks(message):
+            if block.get("type") in ("tool_result", "tool_search_tool_result"):
+                inner = block.get("content")
+                refs = inner.get("tool_references") if isinstance(inner, Mapping) else inner
+                if isinstance(refs, list):
+                    loaded.update(r.get("tool_name") for r in refs if isinstance(r, Mapping))
+    return [t for t in deferred if t.get("name") not in loaded]
+
+
+DEFERRED = [
+    {"name": f"tool_{i}", "description": "d", "input_schema": {"type": "object"}, "defer_loading": True}
+    for i in range(8)
+]
+
+
+def _loading_turn(number: int, names: list[int]) -> Msg:
+    refs = [{"type": "tool_reference", "tool_name": f"tool_{n}"} for n in names]
+    return {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": f"toolu_{number}", "content": refs}],
+    }
+
+
+@PROFILE
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["append", "append", "replace", "drop_head", "new_list"]),
+            st.lists(st.integers(0, 7), max_size=3),
+            st.integers(0, 100),
+        ),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_deferred_tools_loaded_are_found_as_a_full_scan_finds_them(
+    actions: list[tuple[str, list[int], int]],
+) -> None:
+    """A history that grows, has a message replaced by one that loads other tools, loses its
+    head to a compaction or is rebuilt: the remembered per-message answers must stay exact."""
+    from agent.context.tokens import _loads
+    from agent.tool_search.deferral import unloaded_deferred
+
+    history: list[Msg] = [{"role": "user", "content": "find tools"}] * 1
+    for number, (action, names, where) in enumerate(actions):
+        if action == "append" or len(history) < 3:
+            history = [*history, {"role": "assistant", "content": "ok"}, _loading_turn(number, names)]
+        elif action == "replace":
+            index = where % len(history)
+            history = [*history[:index], _loading_turn(number, names), *history[index + 1 :]]
+        elif action == "drop_head":
+            history = history[2:]
+        else:
+            history = copy.deepcopy(history)
+        padded = [*([{"role": "user", "content": "x"}] * 16), *history]  # long enough to be remembered
+        for messages in (history, padded):
+            request = {"tools": DEFERRED, "messages": messages}
+            expected = reference_unloaded(request)
+            assert unloaded_deferred(request, _loads) == expected
+            assert unloaded_deferred(request, _loads) == expected  # from the memory now
+            assert unloaded_deferred(request) == expected
