@@ -40,6 +40,7 @@ from agent.accounting import book_answer, book_failed_attempt
 from agent.approval import arun_guarded
 from agent.budget import check_budgets
 from agent.config import AgentConfig, AgentOptions, check_effort
+from agent.context.built_once import built_once
 from agent.context.cache import mark_breakpoints
 from agent.context.diet import register_read_artifact, render_outcome
 from agent.context.history import shrink_history
@@ -243,7 +244,8 @@ class Agent(AgentConfig):
             request["container"] = state.container  # code execution goes on in the same sandbox
         if self.mcp_servers:
             request = add_connector(request, self.mcp_servers)
-        return mark_breakpoints(request, self.cache_ttl) if self.cache else request
+        finish = (lambda body: mark_breakpoints(body, self.cache_ttl)) if self.cache else (lambda body: body)
+        return built_once(state.built, request, finish)  # measured by prepare_context: not built again
 
     def check_budgets(self, request: dict[str, Any], state: RunState) -> None:
         """Stop before a call that would take the run over `max_input_tokens` or

@@ -62,6 +62,11 @@ class RunState:
     """The code-execution container the last response ran in, sent back on the next request."""
     sent: dict[str, Any] = field(default_factory=dict, repr=False)
     """The last request written to the `request_log` (what the next one is stored as a delta of)."""
+    built: list[tuple[dict[str, Any], dict[str, Any], tuple[Any, ...]]] = field(
+        default_factory=list, repr=False
+    )
+    """The last request body built and not yet sent (`agent.context.built_once`); shared with
+    the copies `dataclasses.replace` makes, as the history policy's measuring does."""
 
     def result(self, text: str, stop_reason: str, detail: str | None = None) -> RunResult:
         return RunResult(text, stop_reason, self.usage, list(self.messages), detail)

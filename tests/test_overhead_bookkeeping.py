@@ -33,12 +33,14 @@ from agent.context.guard import PrefixGuard, prefix_changes, same_ignoring_cache
 from agent.context.prune import (
     _names_by_id,
     _prunable,
+    call_signature,
     is_stub,
     prunable_turns,
     prune,
     stub_for,
     tool_result_turns,
 )
+from agent.context.report import newly_pruned
 from agent.context.tokens import Calibration, IdentityCache, PrefixMemo, estimate_tokens, memoized
 from agent.messages import Msg, blocks, content_text, tool_names_by_id
 from agent.registry import ToolRegistry
@@ -319,6 +321,84 @@ def test_pruning_decisions_equal_the_full_scan_at_every_step(
                         stub = stub_for(block, name, arguments, marker(inline) if inline else pointer)
                         expected = None if protected(name) or len(stub) >= len(text) else stub
                         assert _prunable(block, names, protected, lambda _id, p=pointer: p) == expected
+
+
+def reference_newly_pruned(before: Sequence[Msg], after: Sequence[Msg]) -> tuple[str, ...]:
+    names = tool_names_by_id(after)
+    found = []
+    for old, new in zip(before, after, strict=False):
+        for was, now in zip(blocks(old), blocks(new), strict=False):
+            if (
+                now.get("type") == "tool_result"
+                and is_stub(now.get("content"))
+                and not is_stub(was.get("content"))
+            ):
+                name, arguments = names.get(str(now.get("tool_use_id", "")), ("?", {}))
+                found.append(call_signature(name, arguments))
+    return tuple(found)
+
+
+def reference_prune(messages: Sequence[Msg], keep_recent: int) -> list[Msg]:
+    targets = set(reference_prunable_turns(messages, keep_recent, protected))
+    names = tool_names_by_id(messages)
+    pruned: list[Msg] = []
+    for index, message in enumerate(messages):
+        if index not in targets:
+            pruned.append(message)
+            continue
+        new_blocks = []
+        for block in blocks(message):
+            stub = _prunable(block, names, protected, lambda _id: None)
+            new_blocks.append(block if stub is None else {**block, "content": stub})
+        pruned.append({**message, "content": new_blocks})
+    return pruned
+
+
+@pytest.mark.slow
+@PROFILE
+@given(runs(), st.integers(0, 4))
+def test_pruned_histories_and_prune_reports_equal_the_full_scan(
+    run: tuple[list[list[Msg]], list[str]], keep_recent: int
+) -> None:
+    """`prune` rebuilds only its targets and `newly_pruned` looks calls up in pruning's incremental
+    map, only once it found a new stub: both must give the whole history's answer, step after step
+    (a stale map would name a call by what an earlier history said)."""
+    previous: list[Msg] = []
+    for messages in steps(*run, keep_recent):
+        pruned = prune(messages, keep_recent, protected=protected)
+        expected = reference_prune(messages, keep_recent)
+        assert pruned == expected
+        kept = [i for i, message in enumerate(expected) if message is messages[i]]
+        assert [i for i, message in enumerate(pruned) if message is messages[i]] == kept  # untouched: shared
+        assert newly_pruned(messages, pruned) == reference_newly_pruned(messages, pruned)
+        assert newly_pruned(previous, messages) == reference_newly_pruned(previous, messages)
+        previous = messages
+
+
+def test_a_prune_report_names_calls_as_the_pruned_history_has_them() -> None:
+    """The map `newly_pruned` reads was last filled from an older history whose call had other
+    arguments under the same id: the report must name the call as the new history has it."""
+    result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "x" * 500}
+    older: list[Msg] = [
+        {"role": "user", "content": "go"},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "toolu_1", "name": "a", "input": {"p": 1}}],
+        },
+        {"role": "user", "content": [result]},
+    ]
+    assert _names_by_id(older)["toolu_1"] == ("a", {"p": 1})  # the incremental map now holds `older`
+    newer = [
+        older[0],
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "toolu_1", "name": "b", "input": {"p": 2}}],
+        },
+        older[2],
+    ]
+    stubbed = [*newer[:2], {"role": "user", "content": [{**result, "content": "[pruned: b(p=2)]"}]}]
+    assert newly_pruned(older, stubbed) == ("b(p=2)",)
+    assert newly_pruned(newer, stubbed) == ("b(p=2)",)
 
 
 def test_values_that_compare_equal_but_serialise_differently_are_not_confused() -> None:
@@ -746,3 +826,183 @@ def test_the_request_estimate_follows_a_request_changed_in_place() -> None:
     assert estimate_tokens(request) == reference_estimate(request)
     request["system"] = "y" * 50
     assert estimate_tokens(request) == reference_estimate(request)
+
+
+# -- the request built once a step (`agent.context.built_once`) ---------------------------
+
+
+def _finisher(calls: list[dict[str, Any]]) -> Any:
+    def finish(request: dict[str, Any]) -> dict[str, Any]:
+        calls.append(request)
+        return mark_breakpoints(request)
+
+    return finish
+
+
+def test_an_identical_request_gets_the_kept_body_once_and_anything_else_is_built_afresh() -> None:
+    from agent.context.built_once import built_once
+
+    history: list[Msg] = [
+        {"role": "user", "content": [{"type": "text", "text": "Audit."}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "On it."}]},
+        {"role": "user", "content": [{"type": "text", "text": "Go on."}]},
+    ]
+
+    def build(messages: list[Msg], **extra: Any) -> dict[str, Any]:
+        return {"model": "claude-opus-5", "max_tokens": 1000, "messages": messages, **extra}
+
+    kept: list[Any] = []
+    calls: list[dict[str, Any]] = []
+    first = built_once(kept, build(list(history)), _finisher(calls))
+    assert built_once(kept, build(list(history)), _finisher(calls)) is first and len(calls) == 1
+    again = built_once(kept, build(list(history)), _finisher(calls))  # handed out once only
+    assert again is not first and again == first and len(calls) == 2
+    variants = [
+        build([*history[:2], copy.deepcopy(history[2])]),  # an equal message, not the same dict
+        build(list(history[:2])),
+        build(list(history), thinking={"type": "enabled", "budget_tokens": 1024}),
+        {"max_tokens": 1000, "model": "claude-opus-5", "messages": list(history)},  # key order
+        build(list(history), metadata={"n": True}),  # equal to {"n": 1}, not the same JSON
+        build(list(history), metadata={"n": 1, "m": 1}),
+        build(list(history), metadata={"m": 1, "n": 1}),
+        {
+            "model": "claude-opus-5",
+            "max_tokens": 1000.0,
+            "messages": list(history),
+            "metadata": {"m": 2, "n": 1},
+        },
+    ]
+    built_once(kept, build(list(history), metadata={"n": 1}), _finisher(calls))
+    for variant in variants:  # each differs from the request kept just before it
+        count = len(calls)
+        body = built_once(kept, variant, _finisher(calls))
+        assert len(calls) == count + 1 and body == mark_breakpoints(variant)
+
+
+def test_a_kept_body_its_first_holder_edited_is_not_handed_out() -> None:
+    from agent.context.built_once import built_once
+
+    request = {"model": "claude-opus-5", "max_tokens": 1000, "messages": [{"role": "user", "content": "x"}]}
+    for edit in (
+        lambda body: body.__setitem__("metadata", {"user_id": "u"}),
+        lambda body: body.__setitem__("max_tokens", 5),
+        lambda body: body["messages"].append({"role": "assistant", "content": "y"}),
+    ):
+        kept: list[Any] = []
+        calls: list[dict[str, Any]] = []
+        edit(built_once(kept, dict(request), _finisher(calls)))
+        assert built_once(kept, dict(request), _finisher(calls)) == mark_breakpoints(request)
+        assert len(calls) == 2
+
+
+def test_each_step_sends_the_request_its_final_history_makes() -> None:
+    """The history policy measures a request, then the history changes (a note added after
+    measuring): what is sent must be built from the final history, never the measured one;
+    when nothing changed, what is sent is the very body that was measured."""
+    from agent import Agent
+    from agent.state import RunState
+    from agent.testing import ScriptedLLM, reply, tool_use
+
+    @tool
+    def note(text: str) -> str:
+        """Notes.
+
+        Args:
+            text: what to note.
+        """
+        return "noted " + text
+
+    measured: list[dict[str, Any]] = []
+
+    class Noting(Agent):
+        def prepare_context(self, state: RunState) -> list[Msg]:
+            messages = super().prepare_context(state)
+            if state.step % 2:
+                return messages
+            last = messages[-1]
+            return [*messages[:-1], {**last, "content": [*blocks(last), {"type": "text", "text": "(note)"}]}]
+
+        def build_request(self, state: RunState) -> dict[str, Any]:
+            request = super().build_request(state)
+            measured.append(request)
+            return request
+
+    script = [reply(tool_use("note", {"text": str(i)})) for i in range(5)] + [reply("done")]
+    llm = ScriptedLLM(script)
+    agent = Noting(llm=llm, tools=[note], max_context_tokens=500_000, artifacts_dir=None)
+    agent.run("go")
+    assert len(llm.requests) == 6 and len(measured) == 12  # measured, then sent, each step
+    for step, sent in enumerate(llm.requests, start=1):
+        measured_body, sent_body = measured[2 * step - 2], measured[2 * step - 1]
+        assert sent == sent_body and json.dumps(sent).count("(note)") == step // 2
+        assert (sent_body is measured_body) == (step % 2 == 1)
+
+
+# -- deferred tools left out of the estimate, without reading the whole history each time --
+
+
+def reference_unloaded(request: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    deferred = [t for t in request["tools"] if t.get("defer_loading") is True]
+    loaded = set()
+    for message in request["messages"]:
+        for block in blocks(message):
+            if block.get("type") in ("tool_result", "tool_search_tool_result"):
+                inner = block.get("content")
+                refs = inner.get("tool_references") if isinstance(inner, Mapping) else inner
+                if isinstance(refs, list):
+                    loaded.update(r.get("tool_name") for r in refs if isinstance(r, Mapping))
+    return [t for t in deferred if t.get("name") not in loaded]
+
+
+DEFERRED = [
+    {"name": f"tool_{i}", "description": "d", "input_schema": {"type": "object"}, "defer_loading": True}
+    for i in range(8)
+]
+
+
+def _loading_turn(number: int, names: list[int]) -> Msg:
+    refs = [{"type": "tool_reference", "tool_name": f"tool_{n}"} for n in names]
+    return {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": f"toolu_{number}", "content": refs}],
+    }
+
+
+@PROFILE
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["append", "append", "replace", "drop_head", "new_list"]),
+            st.lists(st.integers(0, 7), max_size=3),
+            st.integers(0, 100),
+        ),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_deferred_tools_loaded_are_found_as_a_full_scan_finds_them(
+    actions: list[tuple[str, list[int], int]],
+) -> None:
+    """A history that grows, has a message replaced by one that loads other tools, loses its
+    head to a compaction or is rebuilt: the remembered per-message answers must stay exact."""
+    from agent.context.tokens import _loads
+    from agent.tool_search.deferral import unloaded_deferred
+
+    history: list[Msg] = [{"role": "user", "content": "find tools"}] * 1
+    for number, (action, names, where) in enumerate(actions):
+        if action == "append" or len(history) < 3:
+            history = [*history, {"role": "assistant", "content": "ok"}, _loading_turn(number, names)]
+        elif action == "replace":
+            index = where % len(history)
+            history = [*history[:index], _loading_turn(number, names), *history[index + 1 :]]
+        elif action == "drop_head":
+            history = history[2:]
+        else:
+            history = copy.deepcopy(history)
+        padded = [*([{"role": "user", "content": "x"}] * 16), *history]  # long enough to be remembered
+        for messages in (history, padded):
+            request = {"tools": DEFERRED, "messages": messages}
+            expected = reference_unloaded(request)
+            assert unloaded_deferred(request, _loads) == expected
+            assert unloaded_deferred(request, _loads) == expected  # from the memory now
+            assert unloaded_deferred(request) == expected

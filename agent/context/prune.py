@@ -278,14 +278,11 @@ def prune(
     if len(targets) < max(1, batch):
         return list(messages)
     names = _names_by_id(messages)
-    pruned: list[Msg] = []
-    for index, message in enumerate(messages):
-        if index not in targets:
-            pruned.append(message)
-            continue
+    pruned = list(messages)  # untouched messages stay the very same dicts; only targets are rebuilt
+    for index in targets:
         new_blocks = []
-        for block in blocks(message):
+        for block in blocks(messages[index]):
             stub = _prunable(block, names, protected, pointer_for)
             new_blocks.append(block if stub is None else {**block, "content": stub})
-        pruned.append({**message, "content": new_blocks})
+        pruned[index] = {**messages[index], "content": new_blocks}
     return pruned

@@ -10,13 +10,14 @@ the run's calibration, as the budgets do. Nothing here runs without a callback.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 from agent.context.compact import Compaction
-from agent.context.prune import call_signature, is_stub
+from agent.context.prune import _names_by_id, call_signature, is_stub
 from agent.events import Event, emit
-from agent.messages import Msg, blocks, tool_names_by_id
+from agent.messages import Msg, blocks
 
 __all__ = ["newly_pruned", "report_compaction", "report_prune"]
 
@@ -28,8 +29,10 @@ def newly_pruned(before: Sequence[Msg], after: Sequence[Msg]) -> tuple[str, ...]
     (`fetch_orders(page=3)`, as the stub names it).
 
     Pruning keeps message positions and returns untouched messages as they were, so a
-    message compared by identity first costs nothing when nothing changed."""
-    names = tool_names_by_id(after)
+    message compared by identity first costs nothing when nothing changed; the calls' names
+    are looked up only once a new stub is found, in pruning's incremental map (each message
+    read once per run), not by reading the whole history every step."""
+    names: Mapping[str, tuple[str, Mapping[str, Any]]] | None = None
     found: list[str] = []
     for old, new in zip(before, after, strict=False):
         if old is new:
@@ -40,6 +43,7 @@ def newly_pruned(before: Sequence[Msg], after: Sequence[Msg]) -> tuple[str, ...]
                 and is_stub(now.get("content"))
                 and not is_stub(was.get("content"))
             ):
+                names = _names_by_id(after) if names is None else names
                 name, arguments = names.get(str(now.get("tool_use_id", "")), ("?", {}))
                 found.append(call_signature(name, arguments))
     return tuple(found)

@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence, Sized
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agent.tool_search.deferral import unloaded_deferred
+from agent.tool_search.deferral import loaded_by, unloaded_deferred
 
 if TYPE_CHECKING:
     from agent.llm import TokenCounter
@@ -244,8 +244,18 @@ def prompt_estimate(request: Any) -> int:
     raw = estimate_tokens(request)
     if not isinstance(request, Mapping):
         return raw
-    unloaded = unloaded_deferred(request)
+    unloaded = unloaded_deferred(request, _loads)
     return raw - math.ceil(_chars(unloaded) / CHARS_PER_TOKEN) if unloaded else raw
+
+
+_LOADS = PrefixMemo()
+"""The tool names each message's `tool_reference` blocks load, for the histories seen lately."""
+
+
+def _loads(messages: Sequence[Any]) -> Sequence[tuple[Any, ...]]:
+    if type(messages) is list and len(messages) >= _LONG:
+        return memoized(_LOADS, messages, loaded_by)
+    return [loaded_by(message) for message in messages]
 
 
 @functools.lru_cache(maxsize=16384)

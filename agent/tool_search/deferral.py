@@ -21,7 +21,7 @@ and on what a small `Protocol` says about a tool.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
 __all__ = [
@@ -135,24 +135,37 @@ def reference_blocks(outcome: Any) -> list[dict[str, str]] | None:
     return [{"type": "tool_reference", "tool_name": name} for name in value]
 
 
-def unloaded_deferred(request: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def unloaded_deferred(
+    request: Mapping[str, Any],
+    loads: Callable[[Sequence[Any]], Iterable[tuple[Any, ...]]] | None = None,
+) -> list[Mapping[str, Any]]:
     """The deferred tool declarations of `request` that no `tool_reference` in its messages
     loads: in the body, not in the prompt, so a size estimate must leave them out (a loaded
-    one is billed once, where its reference is, about its declaration's size)."""
+    one is billed once, where its reference is, about its declaration's size).
+
+    `loads(messages)` gives `loaded_by` of each message; the token estimate passes one that
+    remembers them between steps, so a long history is not read whole at every estimate."""
     tools = request.get("tools")
     if not isinstance(tools, list):
         return []
     deferred = [t for t in tools if isinstance(t, Mapping) and t.get("defer_loading") is True]
     if not deferred:
         return []
-    loaded: set[Any] = set()
-    for message in request.get("messages") or ():
-        content = message.get("content") if isinstance(message, Mapping) else None
-        for block in content if isinstance(content, list) else ():
-            if not isinstance(block, Mapping) or block.get("type") not in LOADING_BLOCKS:
-                continue
-            inner = block.get("content")
-            refs = inner.get("tool_references") if isinstance(inner, Mapping) else inner
-            if isinstance(refs, list):
-                loaded.update(r.get("tool_name") for r in refs if isinstance(r, Mapping))
+    messages = request.get("messages") or ()
+    loaded: set[Any] = set().union(*(loads(messages) if loads is not None else map(loaded_by, messages)))
     return [t for t in deferred if t.get("name") not in loaded]
+
+
+def loaded_by(message: Any) -> tuple[Any, ...]:
+    """The tool names the `tool_reference` blocks of one message load (it is never edited in
+    place, so this may be remembered by identity)."""
+    content = message.get("content") if isinstance(message, Mapping) else None
+    loaded: list[Any] = []
+    for block in content if isinstance(content, list) else ():
+        if not isinstance(block, Mapping) or block.get("type") not in LOADING_BLOCKS:
+            continue
+        inner = block.get("content")
+        refs = inner.get("tool_references") if isinstance(inner, Mapping) else inner
+        if isinstance(refs, list):
+            loaded.extend(r.get("tool_name") for r in refs if isinstance(r, Mapping))
+    return tuple(loaded)
