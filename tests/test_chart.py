@@ -101,6 +101,7 @@ def test_economics_writes_one_chart_comparing_its_configurations(tmp_path: Path)
         )
 
 
+@pytest.mark.slow  # imports agent in a fresh subprocess
 def test_the_framework_never_imports_the_plotting_libraries() -> None:
     import subprocess
     import sys

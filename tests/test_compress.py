@@ -547,3 +547,20 @@ def test_text_that_looks_like_the_binary_marker_is_still_text() -> None:
     assert detect("\x00binary 12 bytes") != "binary"
     described = compress(b"\x00\x01" * 5000, BUDGET, pointer=NAME)
     assert described.startswith("[binary data, 10,000 bytes;") and find_pointer(described) == NAME
+
+
+@pytest.mark.parametrize("failure", ["raises", "invalid JSON"])
+def test_json_in_is_json_out_even_when_a_rule_breaks(monkeypatch: pytest.MonkeyPatch, failure: str) -> None:
+    """A structured result always comes back as strict JSON: a rule that raises or renders a raw
+    control character (found once by hypothesis on a dict with a 4,300-digit int) gives a JSON note."""
+    import agent.context.compress as module
+
+    def broken(data: Any, budget: int, pointer: str | None) -> str:
+        if failure == "raises":
+            raise ValueError("Exceeds the limit (4300 digits) for integer string conversion")
+        return '{"key": "a\x0bb"}'
+
+    monkeypatch.setattr(module, "compress_structured", broken)
+    out = compress({"rows": list(range(2000))}, BUDGET, pointer=NAME)
+    parsed = json.loads(out)
+    assert "_cut" in parsed and find_pointer(out) == NAME and len(out) <= BUDGET

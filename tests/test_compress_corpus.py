@@ -103,6 +103,7 @@ def test_json_in_is_json_out_and_counts_say_how_much_was_cut() -> None:
             assert all(f.kept(out, text) for f in facts if f.kind == "count"), name
 
 
+@pytest.mark.slow  # compresses the whole corpus in subprocesses
 def test_the_output_is_the_same_under_any_hash_seed() -> None:
     script = (
         "import hashlib,sys\n"

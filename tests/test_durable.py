@@ -40,6 +40,8 @@ from agent.errors import StepBudgetExceeded
 from agent.messages import blocks, content_text
 from agent.testing.simulator import MessagesSimulator
 
+pytestmark = pytest.mark.slow  # real DBOS runs, SQLite and a Postgres server started here
+
 REPO = Path(__file__).resolve().parents[1]
 MODEL = "claude-opus-4-5"
 

@@ -175,6 +175,7 @@ def test_thinking_streams_opus_5_reasoning_offline_and_sends_it_back(
     assert all(b.get("signature") for b in sent_back if b["type"] == "thinking")
 
 
+@pytest.mark.slow  # runs e03, a long run, once more
 def test_verbosity_is_one_switch() -> None:
     silent = run(e03_context.EXAMPLE, "simulator", out=quiet, verbosity=0)
     loud = run(e01_loop.EXAMPLE, "simulator", out=quiet, verbosity=2)
@@ -184,7 +185,11 @@ def test_verbosity_is_one_switch() -> None:
     assert "  -> calculator" in loud.lines and "  <- calculator" in loud.lines
 
 
-@pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: e.name)
+@pytest.mark.parametrize(
+    "example",
+    [pytest.param(e, marks=[pytest.mark.slow] if e.name in LONG else []) for e in EXAMPLES],
+    ids=lambda e: e.name,
+)
 def test_example_replays_its_cassette(example: Example, request: pytest.FixtureRequest) -> None:
     recording = request.config.getoption("--record-mode") in ("rewrite", "all")
     if recording:
@@ -235,6 +240,7 @@ def test_cassettes_live_where_the_lint_looks_and_none_is_stale() -> None:
     assert sorted(p.stem for p in CASSETTE_DIR.glob("*.yaml")) == sorted(e.name for e in EXAMPLES)
 
 
+@pytest.mark.slow  # runs python in a subprocess
 def test_python_m_runs_the_first_example_from_the_repo_root() -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")}
     done = subprocess.run(

@@ -179,6 +179,7 @@ def test_an_irreversible_tool_that_times_out_is_not_repeated(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize("kind", [str, bytes])
+@pytest.mark.slow  # 40 MB through a whole run, traced by tracemalloc
 def test_a_tool_returning_megabytes_is_bounded_in_memory_history_and_session(
     tmp_path: Path, kind: type[Any]
 ) -> None:
@@ -213,6 +214,7 @@ def billed_usd(sim: MessagesSimulator, model: str) -> float:
     return sum(cost_of(u, price) for u in sim.usages)
 
 
+@pytest.mark.slow  # waits out real timeouts
 def test_timed_out_attempts_count_against_the_dollar_budget(simulator: Simulator) -> None:
     """The issue's repro: answers come after 0.8 s, the client waits 0.5 s and retries twice,
     the budget is $0.05. Before, the run counted $0.037 while the server billed $0.166."""

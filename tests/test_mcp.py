@@ -19,6 +19,8 @@ from agent import ToolCall, ToolRegistry
 from agent.mcp import HttpServer, McpTool, McpTools, McpUnavailable, StdioServer, mcp_tools
 from agent.mcp.tools import result_value
 
+pytestmark = pytest.mark.slow  # each test starts real MCP server processes (about a second each)
+
 SERVER = str(Path(__file__).with_name("mcp_server.py"))
 STDIO = StdioServer(sys.executable, [SERVER, "stdio"])
 

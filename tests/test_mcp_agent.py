@@ -20,6 +20,8 @@ from agent.testing.policies import call, latest_results
 from agent.testing.simulator import MessagesSimulator
 from agent.testing.validate import validate_request
 
+pytestmark = pytest.mark.slow  # each test starts a real MCP server process
+
 SERVER = StdioServer(sys.executable, [str(Path(__file__).with_name("mcp_server.py")), "stdio"])
 Sim = Callable[..., MessagesSimulator]
 

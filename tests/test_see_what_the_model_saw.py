@@ -108,6 +108,7 @@ def inspect(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=60)
 
 
+@pytest.mark.slow  # runs the command in a subprocess
 def test_python_m_agent_inspect_prints_a_step(tmp_path: Path) -> None:
     llm, log, session = run_long(tmp_path)
     shown = inspect(str(log), "--step", "8")
@@ -147,6 +148,7 @@ def test_a_three_turn_chat_on_the_simulator(simulator: Any) -> None:
     assert first.messages == kept, "the caller's history is never changed"
 
 
+@pytest.mark.slow  # runs the command in a subprocess
 @pytest.mark.parametrize("bad", ["not json\n", '{"neither": 1}\n'])
 def test_a_file_that_is_neither_is_refused(tmp_path: Path, bad: str) -> None:
     path = tmp_path / "x.jsonl"

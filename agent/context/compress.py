@@ -167,12 +167,36 @@ def compress(
     budget = max(int(budget), MIN_BUDGET)
     try:
         out = _compress(value, budget, pointer, full_text)
-        return out if len(out) <= budget else fit(out, budget, pointer)
+        out = out if len(out) <= budget else fit(out, budget, pointer)
+        if isinstance(value, (str, bytes, bytearray, memoryview)) or _strict_json(out):
+            return out
+        return _json_note(value, budget, pointer)  # JSON in, JSON out: whatever went wrong above
     except Exception:  # the promise is: never raise. A bug here degrades to a plain cut.
         try:
+            if not isinstance(value, (str, bytes, bytearray, memoryview)):
+                return _json_note(value, budget, pointer)
             return fit(full_text if full_text is not None else safe_str(value, budget * 4), budget, pointer)
         except Exception:
             return f"[unprintable {type(value).__name__} result; {where(pointer)}]"[:budget]
+
+
+def _strict_json(text: str) -> bool:
+    """`text` parses as JSON with no NaN or Infinity (what the model is promised for JSON input)."""
+
+    def refuse(constant: str) -> Any:
+        raise ValueError(constant)
+
+    try:
+        json.loads(text, parse_constant=refuse)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+def _json_note(value: Any, budget: int, pointer: str | None) -> str:
+    """A valid-JSON stand-in for a structured result the compressor could not render."""
+    note = f"{type(value).__name__} result too irregular to compress; {where(pointer)}"
+    return json.dumps({"_cut": note[: max(budget - 20, 40)]}, ensure_ascii=False)
 
 
 def _compress(value: Any, budget: int, pointer: str | None, full_text: str | None) -> str:
