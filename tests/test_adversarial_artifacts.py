@@ -127,6 +127,7 @@ def _swap_forever(folder: Path, name: str, secret: Path, stop: threading.Event) 
         os.replace(folder / "link", folder / name)  # the same name, now a symlink out
 
 
+@pytest.mark.slow  # races a swapping thread for a while
 def test_a_symlink_swapped_in_while_reading_is_never_followed(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from agent import SEARCH_TOOL_NAME, Agent, tool, web_search
 from agent.mcp import StdioServer, mcp_tools
 from agent.registry import Tool
@@ -53,6 +55,7 @@ def policy(body: dict[str, Any]) -> Any:
     return "Done: " + "; ".join(r.text for r in results)
 
 
+@pytest.mark.slow  # starts a real MCP server process
 def test_a_server_tool_an_mcp_tool_and_a_found_deferred_tool_in_one_conversation(
     simulator: Callable[..., MessagesSimulator],
 ) -> None:
