@@ -418,7 +418,7 @@ class ToolRegistry:
         if problem is not None:
             return ToolOutcome(call, f"invalid input for {call.name}: {problem}", True, tool=tool_)
         try:  # a copy: the tool may mutate its arguments, the call is part of the history
-            return tool_, tool_.input_model.model_validate(copy.deepcopy(dict(call.input)))
+            return tool_, tool_.input_model.model_validate(_own_copy(call.input))
         except ValidationError as error:
             return ToolOutcome(call, describe_validation(call.name, error), True, tool=tool_)
         except Exception as error:  # too deep to copy, or a validator of the tool's raised oddly
@@ -467,6 +467,16 @@ class ToolRegistry:
         if tool_ is not None and tool_.timeout is not None:
             return tool_.timeout
         return self.default_timeout
+
+
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _own_copy(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a call's input the tool may mutate (the call itself is part of the history):
+    a flat one of plain values needs no deep copy, the usual case."""
+    flat = dict(arguments)
+    return flat if all(type(value) in _PLAIN for value in flat.values()) else copy.deepcopy(flat)
 
 
 class _Running:

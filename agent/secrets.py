@@ -31,7 +31,8 @@ MIN_KEY_CHARS = 8
 
 def redact(text: str) -> str:
     """`text` with every key-shaped string and the configured `ANTHROPIC_API_KEY` blanked out."""
-    text = KEY_SHAPE.sub("sk-ant-[redacted]", text)
+    if "sk-ant-" in text:  # a substring search: far cheaper than the regex on clean text
+        text = KEY_SHAPE.sub("sk-ant-[redacted]", text)
     key = os.environ.get("ANTHROPIC_API_KEY", "")
     if len(key) >= MIN_KEY_CHARS and key in text:
         text = text.replace(key, "[redacted]")

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent.messages import Msg, as_object, final_text
+from agent.messages import Msg, as_object, final_text, shared_length
 from agent.registry import ToolCall, ToolOutcome
 from agent.render import describe_error
 from agent.replay import Replay, pending_turn, read_session
@@ -203,8 +203,9 @@ class Session:
                     call.name,
                 )
             seen[call.id] = fp
-        listed = [{"id": c.id, "name": c.name, "input": as_object(c.input)} for c in calls]
-        self.write({"event": "calls", "calls": listed})
+        if self._file is not None:  # kept in memory only: nothing to list
+            listed = [{"id": c.id, "name": c.name, "input": as_object(c.input)} for c in calls]
+            self.write({"event": "calls", "calls": listed})
 
     def record_approval(self, call: ToolCall, verdict: bool | str) -> None:
         key = self.ledger.call_key(call)
@@ -284,7 +285,8 @@ class Session:
 
 def _changed(old: Sequence[Msg], new: Sequence[Msg]) -> dict[str, Msg]:
     """The messages of `new` that differ from `old` at the same position, by index."""
-    same = list(map(operator.is_, new, old))  # identity first, in C: most messages are shared
+    skipped = shared_length(old, new)  # list comparisons in C: most messages are shared
+    same = list(map(operator.is_, new[skipped:], old[skipped:]))
     changed: dict[str, Msg] = {}
     start = 0
     while True:
@@ -292,8 +294,8 @@ def _changed(old: Sequence[Msg], new: Sequence[Msg]) -> dict[str, Msg]:
             index = same.index(False, start)
         except ValueError:
             break
-        if new[index] != old[index]:
-            changed[str(index)] = new[index]
+        if new[skipped + index] != old[skipped + index]:
+            changed[str(skipped + index)] = new[skipped + index]
         start = index + 1
     changed.update((str(i), new[i]) for i in range(len(old), len(new)))
     return changed

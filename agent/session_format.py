@@ -95,7 +95,7 @@ def fingerprint(call: ToolCall, key: bytes) -> str:
     """Identifies "the same action": a keyed hash of the tool name and its canonical input."""
     arguments = dict(call.input) if isinstance(call.input, Mapping) else call.input
     text = f"{call.name}\0{to_json(arguments, sort_keys=True)}"
-    return hmac.new(key, text.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:32]
+    return hmac.digest(key, text.encode("utf-8", "surrogatepass"), "sha256").hex()[:32]  # one C call
 
 
 @dataclass
@@ -134,11 +134,21 @@ class Ledger:
 # -- values to JSON, never raising ------------------------------------------------------------
 
 
+_ENCODERS = {
+    (sort_keys, ascii): json.JSONEncoder(
+        ensure_ascii=ascii, separators=(",", ":"), sort_keys=sort_keys, default=safe_text
+    )
+    for sort_keys in (False, True)
+    for ascii in (False, True)
+}
+"""The four encoders `to_json` needs, made once (`json.dumps` with options makes one a call)."""
+
+
 def to_json(value: Any, *, sort_keys: bool = False, ascii: bool = False) -> str:
     """Compact JSON text of any value; never raises."""
     options: dict[str, Any] = {"ensure_ascii": ascii, "separators": (",", ":"), "sort_keys": sort_keys}
     try:
-        return json.dumps(value, default=safe_text, **options)
+        return _ENCODERS[sort_keys, ascii].encode(value)
     except (TypeError, ValueError, RecursionError, OverflowError):
         pass
     try:

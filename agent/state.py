@@ -66,7 +66,16 @@ class RunState:
         default_factory=list, repr=False
     )
     """The last request body built and not yet sent (`agent.context.built_once`); shared with
-    the copies `dataclasses.replace` makes, as the history policy's measuring does."""
+    the copies `with_messages` makes, as the history policy's measuring does."""
 
     def result(self, text: str, stop_reason: str, detail: str | None = None) -> RunResult:
         return RunResult(text, stop_reason, self.usage, list(self.messages), detail)
+
+    def with_messages(self, messages: list[Msg]) -> RunState:
+        """A shallow copy holding `messages` instead: what `dataclasses.replace` makes, without
+        running `__init__` over every field (the history policy measures a candidate history
+        this way at every step)."""
+        clone = object.__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        clone.messages = messages
+        return clone

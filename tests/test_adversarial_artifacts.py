@@ -9,6 +9,7 @@ attacked in `test_adversarial_artifact_reads.py`.
 from __future__ import annotations
 
 import errno
+import json
 import multiprocessing
 import os
 import threading
@@ -21,6 +22,7 @@ import pytest
 from agent import Agent, tool
 from agent.context.artifacts import (
     INDEX_FILE,
+    PACK_FILE,
     NAME_PATTERN,
     ArtifactStore,
     artifact_name,
@@ -73,7 +75,7 @@ def test_hostile_run_ids_stay_inside_the_root_and_never_share_a_folder(tmp_path:
     assert {p.parent for p in tmp_path.rglob("*")} <= {tmp_path, *(tmp_path / f for f in folders)}
 
 
-def test_a_symlink_planted_at_an_artifact_name_is_replaced_not_written_through(
+def test_a_symlink_planted_at_an_artifact_name_is_neither_written_through_nor_read(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     outside = tmp_path_factory.mktemp("outside") / "victim"
@@ -86,7 +88,7 @@ def test_a_symlink_planted_at_an_artifact_name_is_replaced_not_written_through(
     assert outside.read_text() == "original" and store.read(name) == text
 
 
-def test_a_hard_link_planted_at_an_artifact_name_is_replaced(tmp_path: Path) -> None:
+def test_a_hard_link_planted_at_an_artifact_name_is_neither_written_nor_read(tmp_path: Path) -> None:
     outside = tmp_path / "victim"
     outside.write_text("original")
     store = ArtifactStore.for_run(tmp_path / "store", "run")
@@ -251,7 +253,7 @@ def test_a_run_resuming_into_a_folder_being_deleted_gets_a_fresh_one(tmp_path: P
     os.close(held)
     thread.join(timeout=10)
     assert resumed and read_artifact_text(tmp_path, resumed[0])[0] == "new " * 80
-    assert (tmp_path / "old" / resumed[0]).is_file()
+    assert (tmp_path / "old" / PACK_FILE).is_file()
 
 
 def test_concurrent_writers_of_one_folder_leave_one_whole_file_and_every_index_line(tmp_path: Path) -> None:
@@ -266,9 +268,13 @@ def test_concurrent_writers_of_one_folder_leave_one_whole_file_and_every_index_l
     for thread in threads:
         thread.join()
     name = artifact_name("t", text, is_json=False)
-    assert sorted(p.name for p in (tmp_path / "shared").iterdir()) == sorted([INDEX_FILE, name]), (
-        "no temp left"
-    )
+    assert sorted(p.name for p in (tmp_path / "shared").iterdir()) == sorted([INDEX_FILE, PACK_FILE])
+    pack = (tmp_path / "shared" / PACK_FILE).read_bytes()
+    lines = [json.loads(line) for line in (tmp_path / "shared" / INDEX_FILE).read_text().splitlines()]
+    assert {line["id"] for line in lines} == {f"toolu_{i}" for i in range(32)}
+    for line in lines:  # each writer's line points at whole bytes, wherever its append landed
+        if "at" in line:
+            assert pack[line["at"] : line["at"] + line["size"]] == text.encode()
     reopened = ArtifactStore.for_run(tmp_path, "shared")
     assert reopened.read(name) == text and all(reopened.name_for(f"toolu_{i}") == name for i in range(32))
 
@@ -285,9 +291,8 @@ def test_a_full_disk_leaves_no_partial_file_and_no_index_entry(
     monkeypatch.setattr(ArtifactStore, "_write_file", staticmethod(_full_disk))
     with pytest.raises(OSError, match="No space left"):
         put_text(store, "big result\n" * 500, tool_use_id="toolu_1")
-    assert [p.name for p in (tmp_path / "run").iterdir()] == [INDEX_FILE] and store.name_for(
-        "toolu_1"
-    ) is None
+    assert (tmp_path / "run" / INDEX_FILE).read_text() == "", "no index line points at half a result"
+    assert store.name_for("toolu_1") is None
     monkeypatch.undo()  # space again: the same store works
     name = put_text(store, "big result\n" * 500, tool_use_id="toolu_1")
     assert store.read(name) == "big result\n" * 500 and store.name_for("toolu_1") == name

@@ -12,6 +12,7 @@ import pytest
 
 from agent.context.artifacts import (
     INDEX_FILE,
+    PACK_FILE,
     ArtifactStore,
     artifact_name,
     cleanup_runs,
@@ -42,14 +43,15 @@ def test_pointers_are_greppable_markers() -> None:
     assert find_pointer(f"[... 3 lines; full: {marker(name)}]\n") == name
 
 
-def test_put_writes_atomically_once_and_indexes_by_tool_use_id(tmp_path: Path) -> None:
+def test_put_packs_once_and_indexes_by_tool_use_id(tmp_path: Path) -> None:
     store = ArtifactStore.for_run(tmp_path, "run-1")
     text = json.dumps(ORDERS)
     name = artifact_name("search_orders", text, is_json=True)
     assert store.put(name, text, tool_use_id="toolu_1")
-    assert store.put(name, text, tool_use_id="toolu_2"), "same content, second call: no second file"
+    assert store.put(name, text, tool_use_id="toolu_2"), "same content, second call: stored once"
     folder = tmp_path / "run-1"
-    assert sorted(p.name for p in folder.iterdir()) == sorted([INDEX_FILE, name]), "no temp files left"
+    assert sorted(p.name for p in folder.iterdir()) == sorted([INDEX_FILE, PACK_FILE]), "no file per result"
+    assert (folder / PACK_FILE).read_bytes() == text.encode(), "the bytes once, whole"
     assert store.read(name) == text
     assert store.name_for("toolu_1") == name == store.name_for("toolu_2")
     assert store.name_for("toolu_404") is None

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from agent import Agent, tool
-from agent.context.artifacts import find_pointer
+from agent.context.artifacts import find_pointer, read_artifact_text
 from agent.context.prune import STUB_PREFIX, is_stub, policies, prunable_turns, prune
 from agent.messages import Msg
 from agent.registry import ToolRegistry
@@ -200,4 +200,4 @@ def test_stubs_point_at_the_artifacts_the_diet_stored(tmp_path: Path) -> None:
     for stub in stubs:
         name = find_pointer(stub)
         assert name is not None and name.startswith("rows-")
-        assert [p for p in tmp_path.rglob(name)], f"{name} is not in the store"
+        assert read_artifact_text(tmp_path, name)[0].startswith('[{"id"'), f"{name} is not in the store"

@@ -13,9 +13,10 @@ tool (`tools/read_artifact.py`) turns a name back into a slice of the result.
 Names are the sanitized tool name plus a hash of the content, so the same output is
 stored once and a name can never point at different bytes. What is written goes
 through the project's secret policy first (`agent.secrets.redact`): an API key a tool
-echoed is not kept in clear. Writes are atomic (a temp file renamed into place, both
-relative to the folder's descriptor), each artifact has a size cap, each run folder a
-total cap, and reads have a byte cap.
+echoed is not kept in clear. A run's artifacts are appended to one file, its pack, one
+write each, and indexed after they are whole (`agent.context.packs`: a file per result
+cost a create and a rename a step); each artifact has a size cap, each run folder a total
+cap, and reads have a byte cap.
 
 Safety lives in `run_folders.py`: a live run holds a lease on its folder, so cleanup of
 old runs (beyond `keep_runs`, older than `min_age_s`, lease free) never deletes a run in
@@ -24,44 +25,53 @@ checked on the open inode (regular, one link, same device), so neither a symlink
 nor a hard link from outside the store is ever read. Close the store (or let it be
 collected) when the run ends, to release its lease.
 
-The index maps each `tool_use_id` to its artifact and is appended to a JSONL file in
-the run folder, so `name_for(tool_use_id)` also works after a resume.
+The index maps each `tool_use_id` to its artifact, and each artifact to its place in the
+pack; it is appended to a JSONL file in the run folder, so `name_for(tool_use_id)` and
+`read` also work after a resume.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
-import itertools
 import json
+import math
 import os
 import re
-import stat
 import threading
-import uuid
+import time
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
+from agent.context.packs import PACK_FILE, Packed, open_pack_for_append, parse_index
 from agent.context.run_folders import (
     CLOEXEC,
     DEFAULT_MIN_AGE_S,
     DIRECTORY,
     INDEX_FILE,
+    MAX_INDEX_BYTES,
     NOFOLLOW,
     Lease,
     Refused,
     cleanup_runs,
     find_in_runs,
+    open_in_folder,
     open_regular,
     read_capped,
+    read_opened,
 )
 from agent.secrets import redact
+
+T = TypeVar("T")
 
 __all__ = [
     "INDEX_FILE",
     "MAX_READ_BYTES",
+    "PACK_FILE",
     "ArtifactStore",
     "Refused",
     "artifact_name",
@@ -138,34 +148,21 @@ def read_artifact_text(root: str | Path, name: str, *, max_bytes: int = MAX_READ
     file with more than one link, anything not a regular file or on another device.
     """
     check_name(name)
-    fd, _ = find_in_runs(root, name)
-    data, size = read_capped(fd, max_bytes)
+    data, size = read_opened(find_in_runs(root, name), max_bytes)
     return _decode(data), size
 
 
 def resolve_artifact(root: str | Path, name: str) -> Path:
-    """The path of artifact `name`, checked as `read_artifact_text` checks it.
+    """The path of the file holding artifact `name` (its own file, or its run's pack), checked
+    as `read_artifact_text` checks it.
 
     Only for showing where it is: opening the path again by name would reopen the race
     the checks close. Read with `read_artifact_text` or `ArtifactStore.read`.
     """
     check_name(name)
-    fd, folder = find_in_runs(root, name)
-    os.close(fd)
-    return Path(root) / folder / name
-
-
-_TEMP_PREFIX = uuid.uuid4().hex[:12]
-_TEMP_COUNTER = itertools.count()
-
-
-def _reset_temp_prefix() -> None:
-    global _TEMP_PREFIX
-    _TEMP_PREFIX = uuid.uuid4().hex[:12]  # a forked child must not reuse its parent's names
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reset_temp_prefix)
+    found = find_in_runs(root, name)
+    os.close(found.fd)
+    return Path(root) / found.folder / (name if found.size is None else PACK_FILE)
 
 
 def _safe_folder_name(run_id: str) -> str:
@@ -179,6 +176,11 @@ def _safe_folder_name(run_id: str) -> str:
 def _close_quietly(fd: int) -> None:
     with contextlib.suppress(OSError):
         os.close(fd)
+
+
+TOUCH_EVERY_S = 1.0
+"""A run marks its folder as used at most this often (cleanup spares folders used within the
+hour: one `utime` a second is plenty, one a result is a system call a step)."""
 
 
 class ArtifactStore:
@@ -206,9 +208,14 @@ class ArtifactStore:
         self._lease: Lease | None = None
         self._release: weakref.finalize[Any, Any] | None = None
         self._index: dict[str, str] | None = None
+        self._packed: dict[str, Packed] = {}
+        """Where each artifact this run's index knows of is in the pack (`agent.context.packs`)."""
         self._index_fd: int | None = None
         self._release_index: weakref.finalize[Any, Any] | None = None
+        self._pack_fd: int | None = None
+        self._release_pack: weakref.finalize[Any, Any] | None = None
         self._total: int | None = None
+        self._touched = -math.inf
 
     @classmethod
     def for_run(cls, root: str | Path, run_id: str, **options: Any) -> ArtifactStore:
@@ -219,6 +226,7 @@ class ArtifactStore:
         """Release this run's lease (its folder may then be cleaned up once it is old enough)."""
         with self._lock:
             self._close_index()
+            self._close_pack()
             if self._release is not None:
                 self._release()
             self._lease = self._release = None
@@ -233,25 +241,35 @@ class ArtifactStore:
 
     # -- writing --------------------------------------------------------------------
 
-    def put(self, name: str, text: str, *, tool_use_id: str | None = None) -> bool:
-        """Store `text` (secrets redacted) as `name`, idempotently, and index it; False if a cap
-        refused it. Raises OSError when the disk does (full, read-only): nothing half-written stays."""
+    def put(self, name: str, text: str, *, tool_use_id: str | None = None, redacted: bool = False) -> bool:
+        """Store `text` (secrets redacted, unless the caller says it has `redacted` it) as `name`,
+        idempotently, and index it; False if a cap refused it. Raises OSError when the disk does
+        (full, read-only): no index line then points at what was half-written."""
         check_name(name)
-        data = redact(text).encode("utf-8", errors="replace")
+        data = (text if redacted else redact(text)).encode("utf-8", errors="replace")
         if len(data) > self.max_bytes:
             note = f"\n[artifact truncated: first {self.max_bytes:,} of {len(data):,} bytes kept]\n"
             data = data[: self.max_bytes].decode("utf-8", errors="ignore").encode() + note.encode()
         with self._lock:
             dir_fd = self._open()
-            if not self._holds(dir_fd, name):
+            index = self._load_index()
+            if name in self._packed:
+                if tool_use_id and index.get(tool_use_id) != name:
+                    self._append_index(dir_fd, {"id": tool_use_id, "name": name})
+                    index[tool_use_id] = name
+            else:
                 if self._used(dir_fd) + len(data) > self.max_total_bytes:
                     return False
-                self._write_atomic(dir_fd, name, data)
+                at = self._append_pack(dir_fd, data)
                 self._total = self._used(dir_fd) + len(data)
+                self._append_index(dir_fd, {"id": tool_use_id, "name": name, "at": at, "size": len(data)})
+                self._packed[name] = Packed(at, len(data))
+                if tool_use_id:
+                    index[tool_use_id] = name
             assert self._lease is not None
-            self._lease.touch()
-            if tool_use_id:
-                self._append_index(dir_fd, tool_use_id, name)
+            if time.monotonic() - self._touched >= TOUCH_EVERY_S:
+                self._lease.touch()
+                self._touched = time.monotonic()
         return True
 
     def _open(self) -> int:
@@ -268,47 +286,39 @@ class ArtifactStore:
             cleanup_runs(self.folder.parent, self.keep_runs, current=self.folder, min_age_s=self.min_age_s)
         return self._lease.dir_fd
 
-    @staticmethod
-    def _holds(dir_fd: int, name: str) -> bool:
-        """Whether `name` is already a file this store wrote (a planted link gets replaced)."""
-        try:
-            info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-        except FileNotFoundError:
-            return False
-        return stat.S_ISREG(info.st_mode) and info.st_nlink == 1
-
     def _used(self, dir_fd: int) -> int:
         if self._total is None:
             self._total = folder_bytes(dir_fd)
         return self._total
 
-    def _write_atomic(self, dir_fd: int, name: str, data: bytes) -> None:
-        temp = f".tmp-{_TEMP_PREFIX}-{next(_TEMP_COUNTER)}"  # unique per process: cheaper than a uuid4
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | CLOEXEC
-        fd = os.open(temp, flags, 0o600, dir_fd=dir_fd)
+    def _append_pack(self, dir_fd: int, data: bytes) -> int:
+        """Append `data` to the run's pack (opened once per lease); where it starts."""
+        if self._pack_fd is None:
+            self._pack_fd = open_pack_for_append(dir_fd, NOFOLLOW | CLOEXEC)
+            self._release_pack = weakref.finalize(self, _close_quietly, self._pack_fd)
         try:
-            try:
-                self._write_file(fd, data)
-            finally:
-                os.close(fd)
-            os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            self._write_file(self._pack_fd, data)
         except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp, dir_fd=dir_fd)
+            self._close_pack()  # reopened next time
             raise
+        return os.lseek(self._pack_fd, 0, os.SEEK_CUR) - len(data)  # O_APPEND: our own offset says
+
+    def _close_pack(self) -> None:
+        if self._release_pack is not None:
+            self._release_pack()
+        self._pack_fd = self._release_pack = None
 
     @staticmethod
     def _write_file(fd: int, data: bytes) -> None:
-        """Write all of `data` to `fd` (the one place bytes hit the disk: a full disk raises here)."""
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        """Append all of `data` to `fd` in one write, so that another writer of the same folder
+        cannot land between two halves of it (the one place bytes hit the disk: a full disk
+        raises here, and so does a short write, which only a full disk makes)."""
+        written = os.write(fd, data)
+        if written != len(data):
+            raise OSError(errno.ENOSPC, f"short write: {written:,} of {len(data):,} bytes")
 
-    def _append_index(self, dir_fd: int, tool_use_id: str, name: str) -> None:
-        index = self._load_index()
-        if index.get(tool_use_id) == name:
-            return
-        line = (json.dumps({"id": tool_use_id, "name": name}, ensure_ascii=False) + "\n").encode()
+    def _append_index(self, dir_fd: int, entry: dict[str, Any]) -> None:
+        line = (json.dumps(entry, ensure_ascii=False) + "\n").encode()
         if self._index_fd is None:  # opened once per lease; a failed append closes it (see below)
             fd = os.open(INDEX_FILE, os.O_RDWR | os.O_APPEND | NOFOLLOW | CLOEXEC, dir_fd=dir_fd)
             try:
@@ -326,7 +336,6 @@ class ArtifactStore:
         except BaseException:
             self._close_index()  # reopened next time, and a torn line then checked for
             raise
-        index[tool_use_id] = name
 
     def _close_index(self) -> None:
         if self._release_index is not None:
@@ -344,36 +353,34 @@ class ArtifactStore:
         """The text of `name` (its first `max_bytes`): this run's folder first, then the others."""
         check_name(name)
         with self._lock:
-            fd = self._open_own(name)
-        if fd is None:
+            self._load_index()
+            packed = self._packed.get(name)
+            found = self._in_own_folder(
+                lambda dir_fd, device: open_in_folder(dir_fd, "", name, device, packed)
+            )
+        if found is None:
             return read_artifact_text(self.folder.parent, name, max_bytes=max_bytes)[0]
-        return _decode(read_capped(fd, max_bytes)[0])
+        return _decode(read_opened(found, max_bytes)[0])
 
-    def _open_own(self, name: str) -> int | None:
-        """A checked descriptor of `name` in this run's own folder, or None."""
+    def _in_own_folder(self, open_: Callable[[int, int], T]) -> T | None:
+        """`open_(folder descriptor, device)` in this run's own folder; None if it has none."""
         if self._lease is not None:
-            return open_regular(self._lease.dir_fd, name, os.fstat(self._lease.dir_fd).st_dev)
+            return open_(self._lease.dir_fd, os.fstat(self._lease.dir_fd).st_dev)
         try:
             dir_fd = os.open(self.folder, DIRECTORY | NOFOLLOW)
         except OSError:
             return None
         try:
-            return open_regular(dir_fd, name, os.fstat(dir_fd).st_dev)
+            return open_(dir_fd, os.fstat(dir_fd).st_dev)
         finally:
             os.close(dir_fd)
 
     def _load_index(self) -> dict[str, str]:
+        """tool_use_id -> name, read from the index once (then kept up to date by `put`)."""
         if self._index is None:
-            self._index = {}
-            try:
-                fd = self._open_own(INDEX_FILE)
-                text = _decode(read_capped(fd, 1 << 26)[0]) if fd is not None else ""
-            except (OSError, Refused):
-                text = ""
-            for line in text.splitlines():
-                try:
-                    entry = json.loads(line)
-                    self._index[str(entry["id"])] = str(entry["name"])
-                except (ValueError, KeyError, TypeError):
-                    continue  # a torn line after a crash or a full disk: skip it
+            text = ""
+            with contextlib.suppress(OSError, Refused):
+                fd = self._in_own_folder(lambda dir_fd, device: open_regular(dir_fd, INDEX_FILE, device))
+                text = _decode(read_capped(fd, MAX_INDEX_BYTES)[0]) if fd is not None else ""
+            self._index, self._packed = parse_index(text)  # a torn line (crash, full disk) is skipped
         return self._index

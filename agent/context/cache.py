@@ -29,12 +29,13 @@ from types import MappingProxyType
 from typing import Any
 
 from agent.context.prune import is_stub
-from agent.context.tokens import IdentityCache, PrefixMemo, memoized
+from agent.context.tokens import IdentityCache, PrefixMemo, key_chars, memoized, note_derived
 from agent.models import MODELS, ModelTable
 
 __all__ = [
     "MIN_CACHEABLE_TOKENS",
     "count_breakpoints",
+    "is_marked_copy",
     "mark_breakpoints",
     "min_cacheable_tokens",
     "strip_cache_control",
@@ -70,11 +71,21 @@ def _with_marker_on_last_block(message: Mapping[str, Any], ttl: str) -> dict[str
         return known[1]  # type: ignore[no-any-return]
     content = message["content"]
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
-    blocks[-1] = {**blocks[-1], "cache_control": _marker(ttl)}
+    last, marker = blocks[-1], _marker(ttl)
+    blocks[-1] = {**last, "cache_control": marker}
     marked = {**message, "content": blocks}
     if type(message) is dict:
         _MARKED.put(message, (ttl, marked))
+        if type(content) is list and type(last) is dict and last and "cache_control" not in last:
+            note_derived(marked, message, key_chars("cache_control", marker))  # one key more, at the end
     return marked
+
+
+def is_marked_copy(copy: Any, original: Any) -> bool:
+    """Whether `copy` is the copy of `original` this module marked (so the two are the same
+    message, markers aside: the prefix guard need not compare them field by field)."""
+    known = _MARKED.get(original) if type(original) is dict else None
+    return known is not None and known[1] is copy
 
 
 def _marked_block(block: Mapping[str, Any], ttl: str) -> dict[str, Any]:
@@ -109,7 +120,7 @@ def _holds_stub(message: Mapping[str, Any]) -> bool:
     return any(b.get("type") == "tool_result" and is_stub(b.get("content")) for b in content)
 
 
-_STUBS = PrefixMemo()
+_STUBS = PrefixMemo(by_content=True)
 """`_holds_stub` of each message of the histories seen lately (each message read once)."""
 
 

@@ -145,7 +145,7 @@ def render_outcome(config: Agent, outcome: ToolOutcome, state: RunState) -> str:
         kept = redact(full)  # named after what is stored, so the name hashes no secret
         name = artifact_name(outcome.call.name, kept, is_json=is_json)
         try:
-            if store.put(name, kept, tool_use_id=outcome.call.id):
+            if store.put(name, kept, tool_use_id=outcome.call.id, redacted=True):
                 pointer = name
         except (OSError, NotImplementedError):  # disk full, read-only, no dir_fd (Windows): no pointer
             pointer = None

@@ -18,7 +18,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.context.cache import count_breakpoints, min_cacheable_tokens, strip_cache_control
+from agent.context.cache import (
+    count_breakpoints,
+    is_marked_copy,
+    min_cacheable_tokens,
+    strip_cache_control,
+)
+from agent.messages import shared_length
 from agent.usage import Usage
 
 __all__ = ["PrefixGuard", "prefix_changes", "same_ignoring_cache_control"]
@@ -58,17 +64,21 @@ def prefix_changes(previous: Mapping[str, Any], current: Mapping[str, Any]) -> l
 
 def _first_difference(before: list[Any], after: list[Any]) -> int | None:
     """Index of the first message of `before` that `after` does not have in the same place
-    (cache markers aside), or None. The identity scan runs in C; only messages that are not
-    the very same dict (the marked copies, a rewrite) are compared by content."""
-    shared = list(map(operator.is_, before, after))
+    (cache markers aside), or None. The equal prefix is skipped by list comparisons in C
+    (`shared_length`); after it, only messages that are not the very same dict (the marked
+    copies, a rewrite) are compared by content."""
+    skipped = shared_length(before, after)
+    shared = list(map(operator.is_, before[skipped:], after[skipped:]))
     start = 0
     while True:
         try:
             index = shared.index(False, start)
         except ValueError:
             break
-        if not same_ignoring_cache_control(before[index], after[index]):
-            return index
+        was, now = before[skipped + index], after[skipped + index]
+        marked = is_marked_copy(was, now) or is_marked_copy(now, was)  # the same message, markers aside
+        if not (marked or same_ignoring_cache_control(was, now)):
+            return skipped + index
         start = index + 1
     return len(after) if len(after) < len(before) else None
 

@@ -69,7 +69,7 @@ def shrink_history(agent: Agent, state: RunState) -> list[Msg]:
         near = int(agent.max_context_tokens * (1 - agent.compact_margin) * 0.8)
 
         def measure(candidate: Sequence[Msg]) -> int:
-            request = agent.build_request(replace(state, messages=list(candidate)))
+            request = agent.build_request(state.with_messages(list(candidate)))
             return request_tokens(request, state.calibration, counter, exact_from=near)
 
         summaries: list[str] = []

@@ -99,7 +99,7 @@ def artifact_pointers(store: ArtifactStore | None) -> PointerFor:
 
 _RESULTS, _OPEN = operator.itemgetter(0), operator.itemgetter(2)
 _TURNS = IdentityCache()
-_HISTORIES = PrefixMemo()
+_HISTORIES = PrefixMemo(by_content=True)
 """message -> (carries a tool_result, every tool_result in it already a stub, the first but not
 the second: a turn pruning may still have to read). The facts belong to the message alone,
 which is never edited in place, so each message is read once however long the run:
@@ -171,8 +171,12 @@ def is_stub(content: Any) -> bool:
     return isinstance(content, str) and content.startswith(STUB_PREFIX)
 
 
+_SORTED_JSON = json.JSONEncoder(ensure_ascii=False, default=str, sort_keys=True)
+"""One encoder for every argument shown (`json.dumps` with options makes a new one each call)."""
+
+
 def _short(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str, sort_keys=True)
+    text = _SORTED_JSON.encode(value)
     return text if len(text) <= MAX_ARG_CHARS else text[: MAX_ARG_CHARS - 1] + "…"
 
 

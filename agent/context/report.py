@@ -10,6 +10,8 @@ the run's calibration, as the budgets do. Nothing here runs without a callback.
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -17,7 +19,7 @@ from typing import Any
 from agent.context.compact import Compaction
 from agent.context.prune import _names_by_id, call_signature, is_stub
 from agent.events import Event, emit
-from agent.messages import Msg, blocks
+from agent.messages import Msg, blocks, shared_length
 
 __all__ = ["newly_pruned", "report_compaction", "report_prune"]
 
@@ -32,11 +34,12 @@ def newly_pruned(before: Sequence[Msg], after: Sequence[Msg]) -> tuple[str, ...]
     message compared by identity first costs nothing when nothing changed; the calls' names
     are looked up only once a new stub is found, in pruning's incremental map (each message
     read once per run), not by reading the whole history every step."""
+    if type(before) is list and type(after) is list and shared_length(before, after) == len(before):
+        return ()  # the common step: nothing changed (list comparisons, in C)
     names: Mapping[str, tuple[str, Mapping[str, Any]]] | None = None
     found: list[str] = []
-    for old, new in zip(before, after, strict=False):
-        if old is new:
-            continue
+    pairs = zip(before, after, strict=False)
+    for old, new in itertools.compress(pairs, map(operator.is_not, before, after)):  # skipped in C
         for was, now in zip(blocks(old), blocks(new), strict=False):
             if (
                 now.get("type") == "tool_result"

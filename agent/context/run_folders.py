@@ -1,4 +1,4 @@
-"""Run folders of the artifact store: who may delete one, and how a file in one is opened.
+"""Run folders of the artifact store: who may delete one, and how an artifact in one is opened.
 
 Two things went wrong when this was done with paths and folder ages alone:
 
@@ -18,7 +18,9 @@ and makes a new one. On a file system that refuses `flock`, cleanup deletes noth
 races with a symlink swap, and a hard link to a file outside looks like any file inside.
 So a file is opened relative to its folder's descriptor with `O_NOFOLLOW` (the folder
 itself too, relative to the root's), and the inode is checked after opening: a regular
-file with one link, on the store's device. No name is resolved twice.
+file with one link, on the store's device. No name is resolved twice. An artifact is
+read from its run's pack where the run's index places it (`agent.context.packs`), or, for
+runs that stored a file per result, from that file.
 """
 
 from __future__ import annotations
@@ -30,7 +32,10 @@ import shutil
 import stat
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
+
+from agent.context.packs import PACK_FILE, Packed, parse_index, pread_all
 
 try:
     import fcntl
@@ -44,16 +49,21 @@ __all__ = [
     "INDEX_FILE",
     "NOFOLLOW",
     "Lease",
+    "Opened",
     "Refused",
     "cleanup_runs",
     "find_in_runs",
     "list_runs",
+    "open_in_folder",
     "open_in_store",
     "open_root",
     "read_capped",
+    "read_opened",
 ]
 
 INDEX_FILE = "index.jsonl"
+MAX_INDEX_BYTES = 1 << 26
+"""An index read back is cut here (a planted huge file cannot exhaust memory)."""
 DEFAULT_MIN_AGE_S = 3600.0
 """A run folder untouched for less than this is never deleted, lease or not."""
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # getattr: Windows has none of these (nor dir_fd: see diet)
@@ -111,29 +121,60 @@ def open_regular(dir_fd: int, name: str, device: int) -> int | None:
     return fd
 
 
-def open_in_store(root_fd: int, folder: str, name: str) -> int | None:
-    """Open artifact `name` of run folder `folder`, checked as in `open_regular`."""
+@dataclass(frozen=True)
+class Opened:
+    """An artifact found in a run folder: an open, checked descriptor of its own file (all of
+    it), or of its run's pack (`size` bytes from `at`; see `agent.context.packs`)."""
+
+    fd: int
+    folder: str
+    at: int = 0
+    size: int | None = None
+
+
+def open_in_folder(
+    folder_fd: int, folder: str, name: str, device: int, packed: Packed | None = None
+) -> Opened | None:
+    """Artifact `name` of one run folder, checked as in `open_regular`: its entry in the folder's
+    pack, where the folder's index (or `packed`, when the caller has read it) places it; else a
+    file of that name, as older runs wrote them. The pack comes first, so a file planted under
+    an artifact's name is never read in its place."""
+    if packed is None:
+        index = open_regular(folder_fd, INDEX_FILE, device)
+        if index is not None:
+            text = read_capped(index, MAX_INDEX_BYTES)[0].decode("utf-8", errors="replace")
+            packed = parse_index(text)[1].get(name)
+    if packed is not None:
+        pack = open_regular(folder_fd, PACK_FILE, device)
+        if pack is not None:
+            return Opened(pack, folder, packed.at, packed.size)
+    fd = open_regular(folder_fd, name, device)
+    return Opened(fd, folder) if fd is not None else None
+
+
+def open_in_store(root_fd: int, folder: str, name: str) -> Opened | None:
+    """Open artifact `name` of run folder `folder` (see `open_in_folder`)."""
     folder_fd = _open_folder(root_fd, folder)
     if folder_fd is None:
         return None
     try:
-        return open_regular(folder_fd, name, os.fstat(root_fd).st_dev)
+        return open_in_folder(folder_fd, folder, name, os.fstat(root_fd).st_dev)
     finally:
         os.close(folder_fd)
 
 
-def find_in_runs(root: str | Path, name: str) -> tuple[int, str]:
-    """An open, checked descriptor of `name` in the newest run folder under `root` holding it,
-    and that folder's name. FileNotFoundError, saying which, if the store or the name is absent."""
+def find_in_runs(root: str | Path, name: str) -> Opened:
+    """Artifact `name`, opened and checked, in the newest run folder under `root` holding it.
+    FileNotFoundError, saying which, if the store or the name is absent."""
     try:
         root_fd = open_root(root)
     except (FileNotFoundError, NotADirectoryError):
         raise FileNotFoundError(f"no artifact store at {root}") from None
     try:
         for _, folder in list_runs(root_fd):
-            fd = open_in_store(root_fd, folder, name)
-            if fd is not None:
-                return fd, folder
+            found = open_in_store(root_fd, folder, name)
+            if found is not None:
+                return found
     finally:
         os.close(root_fd)
     raise FileNotFoundError(
@@ -141,20 +182,19 @@ def find_in_runs(root: str | Path, name: str) -> tuple[int, str]:
     )
 
 
-def read_capped(fd: int, max_bytes: int) -> tuple[bytes, int]:
-    """Up to `max_bytes` from the start of `fd` (closed after), and the file's whole size."""
+def read_capped(fd: int, max_bytes: int, at: int = 0, size: int | None = None) -> tuple[bytes, int]:
+    """Up to `max_bytes` of `fd` (closed after) from `at`, and the whole size: `size` bytes from
+    `at` when given (an artifact in a pack), else the file's."""
     try:
-        size = os.fstat(fd).st_size
-        chunks, wanted = [], min(size, max_bytes)
-        while wanted > 0:
-            chunk = os.read(fd, min(wanted, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            wanted -= len(chunk)
-        return b"".join(chunks), size
+        whole = os.fstat(fd).st_size if size is None else size
+        return pread_all(fd, at, min(whole, max_bytes)), whole
     finally:
         os.close(fd)
+
+
+def read_opened(found: Opened, max_bytes: int) -> tuple[bytes, int]:
+    """Up to `max_bytes` of the artifact `found` holds (its descriptor closed after), and its size."""
+    return read_capped(found.fd, max_bytes, found.at, found.size)
 
 
 def list_runs(root_fd: int) -> list[tuple[float, str]]:
