@@ -82,10 +82,11 @@ def _with_marker_on_last_block(message: Mapping[str, Any], ttl: str) -> dict[str
 
 
 def is_marked_copy(copy: Any, original: Any) -> bool:
-    """Whether `copy` is the copy of `original` this module marked (so the two are the same
-    message, markers aside: the prefix guard need not compare them field by field)."""
+    """Whether `copy` is the copy of `original` this module marked, its blocks as they were
+    (so the two are the same message, markers aside: the prefix guard need not compare them
+    field by field). A string content marked became a block list: not the same then."""
     known = _MARKED.get(original) if type(original) is dict else None
-    return known is not None and known[1] is copy
+    return known is not None and known[1] is copy and type(original.get("content")) is list
 
 
 def _marked_block(block: Mapping[str, Any], ttl: str) -> dict[str, Any]:

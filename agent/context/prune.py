@@ -137,9 +137,10 @@ def _calls_in(message: Msg) -> tuple[tuple[str, tuple[str, Any]], ...]:
 
 
 _NAMES: list[tuple[list[Msg], dict[str, tuple[str, dict[str, Any]]]]] = []
-"""The last history `_names_by_id` read and its answer: a history that only grew since is
-answered by adding its new messages' calls (a later call with a reused id wins, as in
-`tool_names_by_id`); any other history is read whole."""
+"""The last history `_names_by_id` read and its answer: a history that only grew since, or
+whose other changes hold no calls on either side (pruning rewrites result turns, never the
+calls), is answered by adding its new messages' calls (a later call with a reused id wins,
+as in `tool_names_by_id`); any other history is read whole."""
 
 
 def _names_by_id(messages: Sequence[Msg]) -> dict[str, tuple[str, dict[str, Any]]]:
@@ -147,10 +148,9 @@ def _names_by_id(messages: Sequence[Msg]) -> dict[str, tuple[str, dict[str, Any]
     however long the run."""
     if _NAMES:
         seen, names = _NAMES[0]
-        if (
-            len(seen) <= len(messages)
-            and (not seen or (seen[0] is messages[0] and seen[-1] is messages[len(seen) - 1]))
-            and all(map(operator.is_, seen, messages))
+        if len(seen) <= len(messages) and not any(
+            _calls_in(seen[i]) or _calls_in(messages[i])
+            for i in itertools.compress(itertools.count(), map(operator.is_not, seen, messages))
         ):
             if len(seen) < len(messages):
                 added = itertools.chain.from_iterable(map(_calls_in, messages[len(seen) :]))
@@ -246,6 +246,12 @@ def prunable_turns(
     pointer_for: PointerFor = _nothing,
 ) -> list[int]:
     """Old tool-result turns (beyond the newest `keep_recent`) holding at least one prunable result."""
+    return _prunable_among(messages, _old_open_turns(messages, keep_recent), protected, pointer_for)
+
+
+def _old_open_turns(messages: Sequence[Msg], keep_recent: int) -> list[int]:
+    """Turns beyond the newest `keep_recent` result turns that still hold a whole result: the
+    only ones pruning may have to read (a turn whose results are all stubs is skipped unread)."""
     if keep_recent <= 0:
         return []
     facts = _turn_facts(messages)
@@ -253,12 +259,16 @@ def prunable_turns(
     if len(turns) <= keep_recent:
         return []
     recent = turns[len(turns) - keep_recent]  # the oldest turn kept verbatim
-    # a turn whose results are all stubs already can never be pruned: skip it unread
-    old = [i for i in itertools.compress(itertools.count(), map(_OPEN, facts[:recent])) if i > 0]
-    if not old:
+    return [i for i in itertools.compress(itertools.count(), map(_OPEN, facts[:recent])) if i > 0]
+
+
+def _prunable_among(
+    messages: Sequence[Msg], turns: list[int], protected: Protected, pointer_for: PointerFor
+) -> list[int]:
+    if not turns:
         return []
     names = _names_by_id(messages)
-    return [i for i in old if any(_prunable(b, names, protected, pointer_for) for b in blocks(messages[i]))]
+    return [i for i in turns if any(_prunable(b, names, protected, pointer_for) for b in blocks(messages[i]))]
 
 
 def prune(
@@ -278,7 +288,10 @@ def prune(
         protected: tool name -> True for results never to prune (never_prune, irreversible).
         pointer_for: tool_use_id -> where the full result can be read back, if stored.
     """
-    targets = set(prunable_turns(messages, keep_recent, protected, pointer_for))
+    candidates = _old_open_turns(messages, keep_recent)
+    if len(candidates) < max(1, batch):  # too few to make a batch, whatever they hold: none read
+        return list(messages)
+    targets = set(_prunable_among(messages, candidates, protected, pointer_for))
     if len(targets) < max(1, batch):
         return list(messages)
     names = _names_by_id(messages)
