@@ -22,8 +22,8 @@ import pytest
 from agent import Agent, tool
 from agent.context.artifacts import (
     INDEX_FILE,
-    PACK_FILE,
     NAME_PATTERN,
+    PACK_FILE,
     ArtifactStore,
     artifact_name,
     cleanup_runs,

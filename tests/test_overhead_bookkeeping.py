@@ -30,6 +30,7 @@ from agent.context.artifacts import find_pointer, marker
 from agent.context.cache import _pruning_frontier, mark_breakpoints, strip_cache_control
 from agent.context.compact import compact
 from agent.context.guard import PrefixGuard, prefix_changes, same_ignoring_cache_control
+from agent.context.memo import IdentityCache, PrefixMemo, memoized
 from agent.context.prune import (
     _names_by_id,
     _prunable,
@@ -41,7 +42,7 @@ from agent.context.prune import (
     tool_result_turns,
 )
 from agent.context.report import newly_pruned
-from agent.context.tokens import Calibration, IdentityCache, PrefixMemo, estimate_tokens, memoized
+from agent.context.tokens import Calibration, estimate_tokens
 from agent.messages import Msg, blocks, content_text, tool_names_by_id
 from agent.registry import ToolRegistry
 from agent.schema import json_schema

@@ -28,8 +28,9 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
+from agent.context.memo import IdentityCache, PrefixMemo, memoized
 from agent.context.prune import is_stub
-from agent.context.tokens import IdentityCache, PrefixMemo, key_chars, memoized, note_derived
+from agent.context.tokens import key_chars, note_derived
 from agent.models import MODELS, ModelTable
 
 __all__ = [

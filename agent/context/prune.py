@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agent.context.artifacts import ArtifactStore, find_pointer, marker
-from agent.context.tokens import IdentityCache, PrefixMemo, memoized
+from agent.context.memo import IdentityCache, PrefixMemo, memoized
 from agent.messages import Msg, blocks, content_text
 from agent.registry import ToolRegistry
 
