@@ -1,0 +1,284 @@
+"""Running one turn's tool calls: in parallel, each bounded by its timeout, none able to crash the loop.
+
+Every failure a model can cause, or a tool can suffer, becomes an `is_error` outcome the
+model can read and adapt to: an unknown name, input that is not an object, bad input (each
+bad field named), an exception (even SystemExit), a timeout. Whatever a tool returns comes
+back renderable (`agent.render`). Sync tools run on kept daemon threads (`agent.workers`),
+async ones on the caller's event loop; outcomes come back in call order.
+
+The functions take the registry as `Tools` (what they read of it: the tools by name, the
+default timeout, the output cap), so this module needs nothing of `agent.registry`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import functools
+import inspect
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ValidationError
+
+from agent.calls import (
+    Expired,
+    bound_output,
+    describe_validation,
+    in_main_thread,
+    input_problem,
+    invoke,
+    is_async,
+    shown_name,
+)
+from agent.render import describe_error, renderable
+from agent.signature import call_arguments
+from agent.tool_def import Tool, ToolCall, ToolOutcome
+from agent.workers import WORKERS
+
+__all__ = ["Tools", "arun_all", "run_all", "run_one", "timeout_for"]
+
+
+class Tools(Protocol):
+    """What running calls reads of a registry."""
+
+    default_timeout: float | None
+    max_output_chars: int
+
+    def get(self, name: str) -> Tool | None: ...
+
+
+def run_all(
+    registry: Tools, calls: Sequence[ToolCall], on_done: Callable[[ToolOutcome], None] | None = None
+) -> list[ToolOutcome]:
+    """Run every call at once (each on its own daemon thread); outcomes in call order.
+
+    `on_done(outcome)` runs the moment each call ends (in its thread), so a caller can
+    make each result durable while slower calls are still running; an exception it
+    raises (a full disk, say) is re-raised here. Daemon threads (`agent.workers`: kept
+    for the next call, never shared by two calls at once) rather than a bounded pool: a
+    tool that hangs past its timeout is abandoned with an error result, holds only its
+    own thread, and cannot keep the process alive on exit.
+    """
+    return _join(registry, [_Running(call, registry.get(call.name), on_done) for call in calls])
+
+
+def _join(registry: Tools, running: list[_Running]) -> list[ToolOutcome]:
+    """Start each call on a worker thread and wait for all, each up to its timeout. Stopped
+    while waiting (Ctrl-C), later outcomes are no longer reported."""
+    started = time.monotonic()
+    for item in running:
+        WORKERS.start(item.work, functools.partial(run_one, registry), name=f"tool-{item.call.name}")
+    outcomes = []
+    try:
+        for item in running:
+            timeout = timeout_for(registry, item.tool)
+            remaining = None if timeout is None else max(0.0, started + timeout - time.monotonic())
+            try:
+                outcomes.append(item.future.result(timeout=remaining))
+            except FutureTimeout:
+                late = f"timeout: {item.call.name} did not finish in {timeout:g}s"
+                late_outcome = ToolOutcome(item.call, late, True, timeout or 0.0, item.tool)
+                outcomes.append(item.finish(late_outcome))
+    except BaseException:
+        for item in running:
+            item.abandon()
+        raise
+    return outcomes
+
+
+async def arun_all(
+    registry: Tools,
+    calls: Sequence[ToolCall],
+    on_done: Callable[[ToolOutcome], None] | None = None,
+    *,
+    block: bool = False,
+) -> list[ToolOutcome]:
+    """`run_all` for the event loop: async tools run concurrently on it, the others each in
+    a daemon thread (as in `run_all`, so a hung one cannot keep the process alive), each
+    bounded by its timeout; outcomes in call order. Cancelled, it cancels the async tools;
+    threads cannot be stopped, and what they finish after that is no longer reported.
+    An async tool that blocks the event loop (`time.sleep`) blocks every run on it.
+
+    `block=True` says the event loop serves this run alone (`Agent.run`'s private loop):
+    a turn of sync tools is then waited for in place, as `run_all` does, without the
+    loop's futures and wake-ups around each call."""
+    running = [_Running(call, registry.get(call.name), on_done) for call in calls]
+    if block and not any(item.tool is not None and is_async(item.tool.fn) for item in running):
+        return _join(registry, running)
+    try:
+        return list(await asyncio.gather(*(_await_one(registry, item) for item in running)))
+    except BaseException:
+        for item in running:
+            item.abandon()
+        raise
+
+
+async def _await_one(registry: Tools, item: _Running) -> ToolOutcome:
+    timeout = timeout_for(registry, item.tool)
+    if item.tool is not None and is_async(item.tool.fn):
+        work: asyncio.Future[ToolOutcome] = asyncio.ensure_future(_arun_one(registry, item))
+    else:
+        work = item.in_thread(functools.partial(run_one, registry))
+    try:
+        done, _ = await asyncio.wait({work}, timeout=timeout)
+    except BaseException:  # cancelled: whatever the tool does next is no longer reported
+        item.abandon()
+        work.cancel()
+        raise
+    if not done:  # the tool sees its cancellation only after the timeout outcome is claimed
+        work.cancel()
+        late = f"timeout: {item.call.name} did not finish in {timeout:g}s"
+        return item.finish(ToolOutcome(item.call, late, True, timeout or 0.0, item.tool))
+    return work.result()
+
+
+async def _arun_one(registry: Tools, item: _Running) -> ToolOutcome:
+    """`run_one` for an async tool, awaited on the event loop."""
+    started, call = time.monotonic(), item.call
+    prepared = _prepare(registry, call)
+    if isinstance(prepared, ToolOutcome):
+        return item.finish(prepared)
+    tool_, arguments = prepared
+    try:
+        args, kwargs = call_arguments(tool_.fn, arguments)
+        value, failed = await tool_.fn(*args, **kwargs), False
+    except KeyboardInterrupt as error:
+        if in_main_thread():  # the loop runs there: this may be the user's Ctrl-C
+            raise
+        value, failed = describe_error(error), True
+    except BaseException as error:  # as in run_one; a CancelledError it raised, or ours after a
+        value, failed = describe_error(error), True  # timeout, when its outcome is claimed
+    seconds = time.monotonic() - started
+    return item.finish(ToolOutcome(call, _rendered(registry, value, call.name), failed, seconds, tool_))
+
+
+def _prepare(registry: Tools, call: ToolCall) -> tuple[Tool, BaseModel] | ToolOutcome:
+    """The tool and its validated arguments, or the error outcome the model reads instead."""
+    tool_ = registry.get(call.name)
+    if tool_ is None:
+        return ToolOutcome(call, f"unknown tool: {shown_name(call.name)}", True)
+    problem = input_problem(call.input)
+    if problem is not None:
+        return ToolOutcome(call, f"invalid input for {call.name}: {problem}", True, tool=tool_)
+    try:  # a copy: the tool may mutate its arguments, the call is part of the history
+        return tool_, tool_.input_model.model_validate(_own_copy(call.input))
+    except ValidationError as error:
+        return ToolOutcome(call, describe_validation(call.name, error), True, tool=tool_)
+    except Exception as error:  # too deep to copy, or a validator of the tool's raised oddly
+        message = f"invalid input for {call.name}: {describe_error(error)}"
+        return ToolOutcome(call, message, True, tool=tool_)
+
+
+def run_one(registry: Tools, call: ToolCall) -> ToolOutcome:
+    """Validate and run one call, turning every failure into an error outcome.
+
+    Whatever the tool returns comes back renderable (`agent.render.renderable`): a value
+    is never made an error for its shape, as an irreversible tool did take effect. A
+    generator is the exception (its body never ran). A tool's own KeyboardInterrupt or
+    SystemExit is that call's failure: in a worker thread neither can be the user's
+    Ctrl-C (signals reach the main thread, where it propagates as usual).
+    """
+    started = time.monotonic()
+    prepared = _prepare(registry, call)
+    if isinstance(prepared, ToolOutcome):
+        return prepared
+    tool_, arguments = prepared
+    timeout = timeout_for(registry, tool_)
+    try:
+        value, failed = invoke(tool_.fn, arguments, timeout), False
+        if inspect.isgenerator(value) or inspect.isasyncgen(value):
+            kind = type(value).__name__
+            value, failed = f"{call.name} returned a {kind}, not a value (its body never ran)", True
+    except Expired:
+        value, failed = f"timeout: {call.name} did not finish in {timeout:g}s", True
+    except KeyboardInterrupt as error:
+        if in_main_thread():
+            raise
+        value, failed = describe_error(error), True
+    except BaseException as error:  # the whole point: a tool's bug is the model's information
+        value, failed = describe_error(error), True
+    return ToolOutcome(call, _rendered(registry, value, call.name), failed, time.monotonic() - started, tool_)
+
+
+def _rendered(registry: Tools, value: Any, name: str) -> Any:
+    try:
+        return renderable(bound_output(value, registry.max_output_chars, name), registry.max_output_chars)
+    except BaseException as error:  # only a BaseException escapes renderable: a __str__'s SystemExit
+        if isinstance(error, KeyboardInterrupt) and in_main_thread():
+            raise
+        return f"<unrenderable result: {describe_error(error)}>"
+
+
+def timeout_for(registry: Tools, tool_: Tool | None) -> float | None:
+    if tool_ is not None and tool_.timeout is not None:
+        return tool_.timeout
+    return registry.default_timeout
+
+
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _own_copy(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a call's input the tool may mutate (the call itself is part of the history):
+    a flat one of plain values needs no deep copy, the usual case."""
+    flat = dict(arguments)
+    return flat if all(type(value) in _PLAIN for value in flat.values()) else copy.deepcopy(flat)
+
+
+class _Running:
+    """One call in flight: whichever ends it first (its thread, or the caller's timeout)
+    reports the outcome, exactly once."""
+
+    def __init__(self, call: ToolCall, tool_: Tool | None, on_done: Callable[[ToolOutcome], None] | None):
+        self.call, self.tool, self.on_done = call, tool_, on_done
+        self.future: Future[ToolOutcome] = Future()
+        self._claimed = threading.Lock()
+
+    def finish(self, outcome: ToolOutcome) -> ToolOutcome:
+        if self._claimed.acquire(blocking=False) and self.on_done is not None:
+            self.on_done(outcome)
+        return outcome
+
+    def abandon(self) -> None:
+        """The caller stopped waiting (cancelled): an outcome arriving later is not reported."""
+        self._claimed.acquire(blocking=False)
+
+    def in_thread(self, run_one: Callable[[ToolCall], ToolOutcome]) -> asyncio.Future[ToolOutcome]:
+        """Start `work` in a daemon thread; the returned future (of the running event loop)
+        gets its outcome. A loop that closed meanwhile is not told."""
+        loop = asyncio.get_running_loop()
+        landed: asyncio.Future[ToolOutcome] = loop.create_future()
+
+        def land(source: Future[ToolOutcome]) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is waiting
+                loop.call_soon_threadsafe(_copy_outcome, source, landed)
+
+        self.future.add_done_callback(land)
+        WORKERS.start(self.work, run_one, name=f"tool-{self.call.name}")
+        return landed
+
+    def work(self, run_one: Callable[[ToolCall], ToolOutcome]) -> None:
+        try:
+            outcome = run_one(self.call)
+        except BaseException as error:  # SystemExit and friends: still just this call's failure
+            outcome = ToolOutcome(self.call, describe_error(error), True, tool=self.tool)
+        try:
+            self.future.set_result(self.finish(outcome))
+        except BaseException as error:  # on_done failed: the caller re-raises it
+            self.future.set_exception(error)
+
+
+def _copy_outcome(source: Future[ToolOutcome], target: asyncio.Future[ToolOutcome]) -> None:
+    if target.done():
+        return
+    error = source.exception()
+    if error is not None:
+        target.set_exception(error)
+    else:
+        target.set_result(source.result())
