@@ -119,7 +119,7 @@ class Usage:
         }
         cost = cost_of(parts, price) + fees if price is not None else None
         tools = tuple(b.name for b in message.content if b.type == "tool_use")
-        changes = getattr(message, "input_transformations", None) or []
+        changes = _undeclared(message, "input_transformations") or []
         dropped = sum(1 for c in changes if isinstance(c, dict) and c.get("type") == "thinking_dropped")
         return cls(
             step,
@@ -287,3 +287,14 @@ class RunUsage:
             f"write={self.cache_write:,} uncached={self.uncached:,}) out={self.output:,} "
             f"${cost} run_hit={self.cache_hit_ratio:.0%}"
         )
+
+
+def _undeclared(message: Any, key: str) -> Any:
+    """A response field the SDK's types may not declare yet: a declared field, else pydantic's
+    extras. (`getattr` on a pydantic model misses through a raised AttributeError: some µs,
+    every step.) Objects that are not pydantic models are simply asked."""
+    if not hasattr(message, "__pydantic_extra__"):
+        return getattr(message, key, None)
+    declared = message.__dict__.get(key)
+    extra = message.__pydantic_extra__
+    return declared if declared is not None else extra.get(key) if isinstance(extra, dict) else None

@@ -344,3 +344,20 @@ def test_anthropic_llm_refines_the_table_from_the_apis_capabilities(simulator: A
     assert refined["claude-opus-5"].efforts == MODELS["claude-opus-5"].efforts  # what the API reported
     assert refined["claude-opus-5"].thinking_types == ("adaptive", "disabled")
     assert sim.llm().refine(MODELS, "house-model") is MODELS  # unknown to the API: unchanged
+
+
+def test_dropped_thinking_blocks_are_counted_from_the_response_however_it_carries_them() -> None:
+    from types import SimpleNamespace
+
+    llm = ScriptedLLM([reply("x")], model="claude-opus-5-5")
+    msg = llm.create({"model": "claude-opus-5-5", "messages": []})
+    dropped = [
+        {"type": "thinking_dropped", "location": "messages.1.content.0", "reason": "prefix_binding_mismatch"},
+        {"type": "thinking_dropped", "location": "messages.3.content.0", "reason": "prefix_binding_mismatch"},
+        {"type": "something_else"},
+    ]
+    as_sent = msg.model_validate({**msg.model_dump(), "input_transformations": dropped})  # an SDK extra
+    assert Usage.from_message(1, as_sent).thinking_dropped == 2
+    assert Usage.from_message(1, msg).thinking_dropped == 0
+    plain = SimpleNamespace(**{**vars(msg), "input_transformations": dropped})  # not a pydantic model
+    assert Usage.from_message(1, plain).thinking_dropped == 2  # type: ignore[arg-type]

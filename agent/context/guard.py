@@ -42,10 +42,10 @@ def prefix_changes(previous: Mapping[str, Any], current: Mapping[str, Any]) -> l
     block of a marked copy but the marked one) are equal at once, so a step costs one
     identity check per message plus the few messages that are new or marked."""
     reasons = []
-    if not same_ignoring_cache_control(previous.get("tools"), current.get("tools")):
-        reasons.append("tools changed")
-    if not same_ignoring_cache_control(previous.get("system"), current.get("system")):
-        reasons.append("system changed")
+    for key in ("tools", "system"):  # equal as they are (in C: the same dicts) is equal unmarked
+        was, now = previous.get(key), current.get(key)
+        if not (was == now or same_ignoring_cache_control(was, now)):
+            reasons.append(f"{key} changed")
     for key in _MESSAGE_LEVEL:
         if previous.get(key) != current.get(key):
             reasons.append(f"{'effort' if key == 'output_config' else key} changed")
