@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import copy
 import functools
 import inspect
@@ -26,6 +27,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 
+from agent.alarm import AlarmExpired, UserInterrupt, alarm_available, call_here
 from agent.calls import (
     Expired,
     bound_output,
@@ -70,7 +72,13 @@ def run_all(
 
 def _join(registry: Tools, running: list[_Running]) -> list[ToolOutcome]:
     """Start each call on a worker thread and wait for all, each up to its timeout. Stopped
-    while waiting (Ctrl-C), later outcomes are no longer reported."""
+    while waiting (Ctrl-C), later outcomes are no longer reported. A turn's only call, to a
+    plain sync tool, runs here instead when its timeout can be kept here (`agent.alarm`): no
+    thread hop, and a call that hangs is stopped rather than left running. Gated tools (an
+    irreversible action) keep their thread: abandoned, not interrupted halfway."""
+    if len(running) == 1 and _may_run_here(registry, running[0].tool):
+        item = running[0]
+        return [item.finish(contextvars.Context().run(run_one, registry, item.call, here=True))]
     started = time.monotonic()
     for item in running:
         WORKERS.start(item.work, functools.partial(run_one, registry), name=f"tool-{item.call.name}")
@@ -175,14 +183,21 @@ def _prepare(registry: Tools, call: ToolCall) -> tuple[Tool, BaseModel] | ToolOu
         return ToolOutcome(call, message, True, tool=tool_)
 
 
-def run_one(registry: Tools, call: ToolCall) -> ToolOutcome:
+def _may_run_here(registry: Tools, tool_: Tool | None) -> bool:
+    if tool_ is None:  # unknown: its error outcome is written at once
+        return True
+    return not (tool_.gated or is_async(tool_.fn)) and alarm_available(timeout_for(registry, tool_))
+
+
+def run_one(registry: Tools, call: ToolCall, *, here: bool = False) -> ToolOutcome:
     """Validate and run one call, turning every failure into an error outcome.
 
     Whatever the tool returns comes back renderable (`agent.render.renderable`): a value
     is never made an error for its shape, as an irreversible tool did take effect. A
     generator is the exception (its body never ran). A tool's own KeyboardInterrupt or
     SystemExit is that call's failure: in a worker thread neither can be the user's
-    Ctrl-C (signals reach the main thread, where it propagates as usual).
+    Ctrl-C (signals reach the main thread, where it propagates as usual). `here` runs the
+    tool on this thread, its timeout kept by SIGALRM (see `_join`).
     """
     started = time.monotonic()
     prepared = _prepare(registry, call)
@@ -191,14 +206,17 @@ def run_one(registry: Tools, call: ToolCall) -> ToolOutcome:
     tool_, arguments = prepared
     timeout = timeout_for(registry, tool_)
     try:
-        value, failed = invoke(tool_.fn, arguments, timeout), False
+        if here:
+            value, failed = call_here(invoke, timeout, tool_.fn, arguments, timeout), False
+        else:
+            value, failed = invoke(tool_.fn, arguments, timeout), False
         if inspect.isgenerator(value) or inspect.isasyncgen(value):
             kind = type(value).__name__
             value, failed = f"{call.name} returned a {kind}, not a value (its body never ran)", True
-    except Expired:
+    except (Expired, AlarmExpired):
         value, failed = f"timeout: {call.name} did not finish in {timeout:g}s", True
     except KeyboardInterrupt as error:
-        if in_main_thread():
+        if isinstance(error, UserInterrupt) or (in_main_thread() and not here):
             raise
         value, failed = describe_error(error), True
     except BaseException as error:  # the whole point: a tool's bug is the model's information
