@@ -65,6 +65,6 @@ def _equal(a: Any, b: Any) -> bool:
         return False
     if type(a) is dict:
         return list(a) == list(b) and all(map(_equal, a.values(), b.values()))
-    if type(a) is list or type(a) is tuple:
-        return len(a) == len(b) and all(map(_equal, a, b))
+    if type(a) is list or type(a) is tuple:  # the same items (a fresh list of the declarations): at once
+        return len(a) == len(b) and (all(map(operator.is_, a, b)) or all(map(_equal, a, b)))
     return bool(a == b)

@@ -28,9 +28,10 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from agent.context.memo import IdentityCache, PrefixMemo, memoized
-from agent.context.prune import is_stub
+from agent.context.memo import IdentityCache
+from agent.context.prune import newest_stubbed_turn
 from agent.context.tokens import key_chars, note_derived
+from agent.messages import Msg
 from agent.models import MODELS, ModelTable
 
 __all__ = [
@@ -114,26 +115,9 @@ def _previous_request_end(messages: Sequence[Mapping[str, Any]]) -> int | None:
     return None
 
 
-def _holds_stub(message: Mapping[str, Any]) -> bool:
-    """A user turn whose tool results include a pruned stub."""
-    content = message.get("content")
-    if message.get("role") != "user" or not isinstance(content, list):
-        return False
-    return any(b.get("type") == "tool_result" and is_stub(b.get("content")) for b in content)
-
-
-_STUBS = PrefixMemo(by_content=True)
-"""`_holds_stub` of each message of the histories seen lately (each message read once)."""
-
-
-def _pruning_frontier(messages: Sequence[Mapping[str, Any]]) -> int | None:
+def _pruning_frontier(messages: Sequence[Msg]) -> int | None:
     """Index of the newest user turn whose tool results include a pruned stub."""
-    if len(messages) < 16:
-        return next((i for i in range(len(messages) - 1, -1, -1) if _holds_stub(messages[i])), None)
-    flags = memoized(_STUBS, messages, _holds_stub)
-    if True not in flags:
-        return None
-    return len(flags) - 1 - flags[::-1].index(True)
+    return newest_stubbed_turn(messages)
 
 
 def mark_breakpoints(request: Mapping[str, Any], ttl: str = "5m") -> dict[str, Any]:

@@ -47,8 +47,10 @@ class IdentityCache:
         return hits
 
     def get(self, obj: Any) -> Any:
-        """The value cached for `obj`, or None."""
-        hit = self.lookup((obj,))[0]
+        """The value cached for `obj`, or None (`lookup` for one object, without its lists)."""
+        hit = self.new.get(id(obj))
+        if hit is None and self.old and (hit := self.old.get(id(obj))) is not None:
+            self.put(hit[0], hit[1])
         return None if hit is None else hit[1]
 
     def put(self, obj: Any, value: Any) -> None:

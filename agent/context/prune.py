@@ -97,29 +97,41 @@ def artifact_pointers(store: ArtifactStore | None) -> PointerFor:
     return pointer
 
 
-_RESULTS, _OPEN = operator.itemgetter(0), operator.itemgetter(2)
+_RESULTS, _OPEN, _HOLDS_STUB = operator.itemgetter(0), operator.itemgetter(2), operator.itemgetter(3)
 _TURNS = IdentityCache()
 _HISTORIES = PrefixMemo(by_content=True)
 """message -> (carries a tool_result, every tool_result in it already a stub, the first but not
-the second: a turn pruning may still have to read). The facts belong to the message alone,
+the second: a turn pruning may still have to read, a tool_result in it is a stub: the cache's
+pruning frontier). The facts belong to the message alone,
 which is never edited in place, so each message is read once however long the run:
 histories by shared prefix, messages by identity."""
 
 
-def _turn_fact(message: Msg) -> tuple[bool, bool, bool]:
+Facts = tuple[bool, bool, bool, bool]
+
+
+def _turn_fact(message: Msg) -> Facts:
     known = _TURNS.get(message)
     if known is None:
         found = blocks(message)
         results = message.get("role") == "user" and any(b.get("type") == "tool_result" for b in found)
         settled = all(b.get("type") != "tool_result" or is_stub(b.get("content")) for b in found)
-        known = (results, settled, results and not settled)
+        stubbed = results and any(b.get("type") == "tool_result" and is_stub(b.get("content")) for b in found)
+        known = (results, settled, results and not settled, stubbed)
         if type(message) is dict:
             _TURNS.put(message, known)
     return known  # type: ignore[no-any-return]
 
 
-def _turn_facts(messages: Sequence[Msg]) -> list[tuple[bool, bool, bool]]:
+def _turn_facts(messages: Sequence[Msg]) -> list[Facts]:
     return memoized(_HISTORIES, messages, _turn_fact)
+
+
+def newest_stubbed_turn(messages: Sequence[Msg]) -> int | None:
+    """Index of the newest user turn holding a pruned stub (read from the pruning facts, which
+    the step's pruning has just brought up to date), or None."""
+    flags = list(map(_HOLDS_STUB, _turn_facts(messages)))
+    return len(flags) - 1 - flags[::-1].index(True) if True in flags else None
 
 
 _CALLS = PrefixMemo()
