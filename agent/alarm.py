@@ -20,10 +20,19 @@ put back as they were.
 
 from __future__ import annotations
 
+import importlib
 import signal
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+_raw: Any
+"""The C module `signal` wraps: its handlers come back as they are, not as enums (a conversion
+that raises and catches inside, some µs a call, six calls a step)."""
+try:
+    _raw = importlib.import_module("_signal")
+except ImportError:  # pragma: no cover - not CPython
+    _raw = signal
 
 __all__ = ["AlarmExpired", "UserInterrupt", "alarm_available", "call_here"]
 
@@ -43,11 +52,11 @@ def alarm_available(timeout: float | None) -> bool:
     """Whether a call with `timeout` may run on this thread through `call_here`."""
     if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
         return False
-    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+    if _raw.getsignal(signal.SIGINT) is not signal.default_int_handler:
         return False
     if timeout is None:
         return True
-    return signal.getsignal(signal.SIGALRM) is signal.SIG_DFL and signal.getitimer(signal.ITIMER_REAL)[0] == 0
+    return _raw.getsignal(signal.SIGALRM) == signal.SIG_DFL and signal.getitimer(signal.ITIMER_REAL)[0] == 0
 
 
 def call_here(fn: Callable[..., T], timeout: float | None, *args: Any) -> T:
@@ -62,8 +71,8 @@ def call_here(fn: Callable[..., T], timeout: float | None, *args: Any) -> T:
     def interrupt(signum: int, frame: Any) -> None:
         raise UserInterrupt if armed else KeyboardInterrupt
 
-    previous_int = signal.signal(signal.SIGINT, interrupt)
-    previous_alarm = signal.signal(signal.SIGALRM, ring) if timeout is not None else None
+    previous_int = _raw.signal(signal.SIGINT, interrupt)
+    previous_alarm = _raw.signal(signal.SIGALRM, ring) if timeout is not None else None
     try:
         if timeout is not None:
             signal.setitimer(signal.ITIMER_REAL, timeout)
@@ -75,5 +84,5 @@ def call_here(fn: Callable[..., T], timeout: float | None, *args: Any) -> T:
                 signal.setitimer(signal.ITIMER_REAL, 0)
     finally:
         if previous_alarm is not None:
-            signal.signal(signal.SIGALRM, previous_alarm)
-        signal.signal(signal.SIGINT, previous_int)
+            _raw.signal(signal.SIGALRM, previous_alarm)
+        _raw.signal(signal.SIGINT, previous_int)

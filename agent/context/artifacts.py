@@ -178,6 +178,9 @@ def _close_quietly(fd: int) -> None:
         os.close(fd)
 
 
+_INDEX_JSON = json.JSONEncoder(ensure_ascii=False)
+"""One encoder for every index line (`json.dumps` with options makes one a call)."""
+
 TOUCH_EVERY_S = 1.0
 """A run marks its folder as used at most this often (cleanup spares folders used within the
 hour: one `utime` a second is plenty, one a result is a system call a step)."""
@@ -318,7 +321,7 @@ class ArtifactStore:
             raise OSError(errno.ENOSPC, f"short write: {written:,} of {len(data):,} bytes")
 
     def _append_index(self, dir_fd: int, entry: dict[str, Any]) -> None:
-        line = (json.dumps(entry, ensure_ascii=False) + "\n").encode()
+        line = (_INDEX_JSON.encode(entry) + "\n").encode()
         if self._index_fd is None:  # opened once per lease; a failed append closes it (see below)
             fd = os.open(INDEX_FILE, os.O_RDWR | os.O_APPEND | NOFOLLOW | CLOEXEC, dir_fd=dir_fd)
             try:
