@@ -92,7 +92,10 @@ def test_a_hung_call_is_stopped_at_its_timeout_not_left_running() -> None:
     assert events == ["stopped"] and time.monotonic() - started < 3, "interrupted, not abandoned"
 
 
-def test_a_tools_own_keyboard_interrupt_is_its_failure_and_a_ctrl_c_ends_the_run() -> None:
+def test_a_tools_own_keyboard_interrupt_is_its_failure() -> None:
+    """(The user's Ctrl-C during a lone call, which now runs here, still ends the run at once:
+    `test_adversarial_tools.test_a_real_interrupt_of_the_main_thread_still_stops_the_run`.)"""
+
     @tool
     def interrupts() -> str:
         """Raises KeyboardInterrupt itself."""
@@ -100,25 +103,6 @@ def test_a_tools_own_keyboard_interrupt_is_its_failure_and_a_ctrl_c_ends_the_run
 
     outcome = ToolRegistry([interrupts]).run_all([ToolCall("1", "interrupts", {})])[0]
     assert outcome.is_error and outcome.value == "KeyboardInterrupt: mine"
-
-    release = threading.Event()
-
-    @tool
-    def wait() -> str:
-        """Waits for a while."""
-        release.wait(10)
-        return "done"
-
-    main = threading.main_thread().ident
-    assert main is not None
-    threading.Timer(0.2, signal.pthread_kill, (main, signal.SIGINT)).start()
-    started = time.monotonic()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            run([wait], [tool_use("wait", {})])
-    finally:
-        release.set()
-    assert time.monotonic() - started < 5
 
 
 @pytest.mark.parametrize("owned", [signal.SIGALRM, signal.SIGINT])
