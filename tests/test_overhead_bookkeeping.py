@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from agent import tool
 from agent.context import tokens
 from agent.context.artifacts import find_pointer, marker
-from agent.context.cache import _pruning_frontier, mark_breakpoints, strip_cache_control
+from agent.context.cache import mark_breakpoints, strip_cache_control
 from agent.context.compact import compact
 from agent.context.guard import PrefixGuard, prefix_changes, same_ignoring_cache_control
 from agent.context.memo import IdentityCache, PrefixMemo, memoized
@@ -36,6 +36,7 @@ from agent.context.prune import (
     _prunable,
     call_signature,
     is_stub,
+    newest_stubbed_turn,
     prunable_turns,
     prune,
     stub_for,
@@ -305,7 +306,7 @@ def test_pruning_decisions_equal_the_full_scan_at_every_step(
 ) -> None:
     for messages in steps(*run, keep_recent):
         for end in (len(messages), len(messages) - 1, len(messages) // 2):
-            assert _pruning_frontier(messages[:end]) == reference_frontier(messages[:end])
+            assert newest_stubbed_turn(messages[:end]) == reference_frontier(messages[:end])
         assert tool_result_turns(messages) == reference_tool_result_turns(messages)
         assert prunable_turns(messages, keep_recent, protected) == reference_prunable_turns(
             messages, keep_recent, protected

@@ -123,8 +123,9 @@ def check_name(name: str) -> None:
 
 
 def folder_bytes(dir_fd: int) -> int:
-    """Bytes in the folder's files. Another writer of the same folder may rename its temp file
-    away between the listing and the `stat`: a file that is gone counts as nothing."""
+    """Bytes in the folder's files (its pack, its index, an older run's files). A file removed
+    between the listing and the `stat` (an older version's temp file renamed away) counts as
+    nothing."""
     total = 0
     with os.scandir(dir_fd) as entries:
         for entry in entries:

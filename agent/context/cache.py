@@ -31,7 +31,6 @@ from typing import Any
 from agent.context.memo import IdentityCache
 from agent.context.prune import newest_stubbed_turn
 from agent.context.tokens import key_chars, note_derived
-from agent.messages import Msg
 from agent.models import MODELS, ModelTable
 
 __all__ = [
@@ -115,11 +114,6 @@ def _previous_request_end(messages: Sequence[Mapping[str, Any]]) -> int | None:
     return None
 
 
-def _pruning_frontier(messages: Sequence[Msg]) -> int | None:
-    """Index of the newest user turn whose tool results include a pruned stub."""
-    return newest_stubbed_turn(messages)
-
-
 def mark_breakpoints(request: Mapping[str, Any], ttl: str = "5m") -> dict[str, Any]:
     """A copy of `request` with breakpoints on system, pruning frontier, previous end, newest message."""
     marked = dict(request)
@@ -137,7 +131,7 @@ def mark_breakpoints(request: Mapping[str, Any], ttl: str = "5m") -> dict[str, A
     previous = _previous_request_end(messages)
     if previous is not None and messages[previous].get("content"):
         targets.add(previous)
-    frontier = _pruning_frontier(messages[: previous or 0])
+    frontier = newest_stubbed_turn(messages[: previous or 0])  # the pruning frontier
     if frontier is not None:
         targets.add(frontier)
     for index in targets:
