@@ -1,9 +1,14 @@
-"""Every knob of an `Agent`, with its default and the reason it exists.
+"""Every knob of an `Agent`, declared once, with its default and the reason it exists.
 
-Each field is a class attribute, so a domain agent is a subclass that sets some of
-them (`system = "..."`, `tools = [...]`), and each can also be passed to the
-constructor, which wins over the class. `AgentOptions` is the same list for type
-checkers, so `Agent(max_step=3)` is caught before it runs.
+Each option is a class attribute with its docstring, so a domain agent is a subclass that
+sets some of them (`system = "..."`, `tools = [...]`), and each can be passed to the
+constructor, which wins over the class. `dataclass_transform` tells type checkers the
+constructor's keywords from these same declarations, so `Agent(max_step=3)` is caught
+before it runs, and at run time it gets a did-you-mean. A feature beyond the core takes its
+options on its own `Extension`'s constructor, never here.
+
+The `*_policy` methods hand the pure context functions what they need (a small policy
+record), never the agent.
 """
 
 from __future__ import annotations
@@ -12,78 +17,47 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
+from typing_extensions import dataclass_transform
+
+from agent.budget import BudgetPolicy
+from agent.context.diet import DietPolicy, register_read_artifact
+from agent.context.history import HistoryPolicy
 from agent.context.thinking import STRATEGIES, default_strategy
-from agent.mcp.connector import RemoteMcp
-from agent.models import EFFORTS, MODELS, THINKING_TYPES, ModelInfo, ModelTable
-from agent.setup_checks import check_option_types, check_subclass, did_you_mean
-from agent.tool_search.deferral import SearchMode
+from agent.context.tokens import request_tokens
+from agent.events import Event
+from agent.extension import Extension
+from agent.llm import LLM, AnthropicLLM, TokenCounter
+from agent.memory import Memory
+from agent.models import MODELS, ModelTable, check_effort, check_thinking
+from agent.options import check_option_types, check_subclass, check_tools, did_you_mean
+from agent.tools import ServerTool, Tool, ToolOutcome, ToolRegistry
 
 if TYPE_CHECKING:
-    from agent.approval import Approver
-    from agent.events import Event
-    from agent.llm import LLM
-    from agent.memory import Memory
-    from agent.registry import Tool
-    from agent.server_tools import ServerTool
+    from agent.context.artifacts import ArtifactStore
+    from agent.state import RunState
 
-__all__ = ["EFFORTS", "AgentConfig", "AgentOptions", "check_effort", "check_thinking"]
+__all__ = ["AgentConfig"]
 
-
-class AgentOptions(TypedDict, total=False):
-    model: str
-    system: str
-    tools: Sequence[Tool | ServerTool | Mapping[str, Any] | Callable[..., Any]]
-    llm: LLM | None
-    model_retries: int | None
-    max_steps: int
-    max_tokens: int | None
-    thinking: Mapping[str, Any] | None
-    thinking_history: str | None
-    effort: str | None
-    max_cost_usd: float | None
-    max_input_tokens: int | None
-    models: ModelTable
-    on_event: Callable[[Event], None] | None
-    tool_timeout: float | None
-    defer_tools_above: int | None
-    tool_search: SearchMode
-    usage_log: str | Path | None
-    request_log: str | Path | None
-    max_context_tokens: int
-    keep_recent: int
-    prune_batch: int
-    diet: bool
-    keep_fields: Mapping[str, Sequence[str]]
-    list_top_n: int
-    compress_threshold: int
-    summarize_with: str | None
-    artifacts_dir: str | Path | None
-    artifact_min_chars: int
-    artifact_max_bytes: int
-    artifact_keep_runs: int
-    cache: bool
-    cache_ttl: str
-    summarizer_model: str | None
-    summary_prompt: str | None
-    compact_margin: float
-    exact_token_count: bool
-    memory: Memory | None
-    approver: Approver | None
-    allow: Sequence[str]
-    mcp_servers: Sequence[RemoteMcp]
+DEFAULT_RETRIES = 2
+DEFAULT_MAX_TOKENS = 16_000
+"""`max_tokens` for a model the table does not know."""
 
 
+@dataclass_transform(kw_only_default=True)
 class AgentConfig:
-    """Defaults for every option; see `AgentOptions` for the constructor's keywords."""
+    """Defaults for every option; the constructor takes each as a keyword."""
 
     model: str = "claude-opus-5"
     """Model id sent with every request (and used to look up its price)."""
     system: str = ""
     """System prompt. Keep it free of timestamps: a changing system prompt kills the cache."""
-    tools: Sequence[Tool | ServerTool | Mapping[str, Any] | Callable[..., Any]] = ()
-    """Tools (or plain typed functions) the model may call."""
+    tools: Sequence[Tool | Mapping[str, Any] | Callable[..., Any]] = ()
+    """Tools (or plain typed functions) the model may call; a definition dict (or an object
+    with `declaration()`) is a tool the API runs, declared as given."""
+    extensions: Sequence[Extension] = ()
+    """Features beyond the core, each on the seam (`agent.extension`), hooks called in this order."""
     llm: LLM | None = None
     """The model seam; None builds `AnthropicLLM()` from the environment."""
     model_retries: int | None = None
@@ -118,17 +92,8 @@ class AgentConfig:
     thinking deltas (streamed), tool calls and results. For progress displays."""
     tool_timeout: float | None = 60.0
     """Seconds a tool may run before it becomes an error result (per-tool `timeout` wins)."""
-    defer_tools_above: int | None = 30
-    """With more tools than this, those not made with `@tool(defer=False)` are declared
-    `defer_loading: true` and found through tool search (`agent.tool_search`); None never."""
-    tool_search: SearchMode = "client"
-    """Who finds deferred tools: "client" (our `search_tools` tool, BM25 + graph), or the API's
-    server-side tool search tool, "bm25" or "regex"."""
     usage_log: str | Path | None = None
     """A JSONL file that gets one usage record per model call."""
-    request_log: str | Path | None = None
-    """A JSONL file that gets the exact request of every step, after pruning and compaction
-    (delta-encoded; `python -m agent.inspect FILE --step N` prints one; `agent.request_log`)."""
     max_context_tokens: int = 0
     """Compaction threshold in estimated prompt tokens; 0 disables compaction."""
     keep_recent: int = 3
@@ -145,11 +110,6 @@ class AgentConfig:
     compress_threshold: int = 2000
     """Results longer than this many characters are compressed to at most this many (shorter
     ones are sent untouched); error results may take twice as much."""
-    summarize_with: str | None = None
-    """Opt-in: a small model (e.g. "claude-haiku-4-5") that summarises long free text (prose, tickets,
-    pages) instead of cutting it by rules; never code, diffs, config, logs or traces. Cached by
-    content, billed and budgeted like any call (purpose "tool_summary"), the full text kept as an
-    artifact (`agent.context.summary_calls`)."""
     artifacts_dir: str | Path | None = "artifacts"
     """Where full results are stored for read-back (one folder per run, and the model gets
     the `read_artifact` tool); None keeps no artifacts."""
@@ -176,27 +136,35 @@ class AgentConfig:
     trusting the estimate; costs one extra call per step while near it."""
     memory: Memory | None = None
     """Key/value memory whose keys the model sees each step (pass `tools.memory_tools(memory)` too)."""
-    approver: Approver | None = None
-    """Asked before an `irreversible` or `requires_approval` tool runs: `approve(call)` returns
-    True, or False / a reason to deny. None denies every gated call not in `allow`."""
-    allow: Sequence[str] = ()
-    """Gated tools trusted to run without asking (the allow list)."""
-    mcp_servers: Sequence[RemoteMcp] = ()
-    """Remote MCP servers the API itself connects to and calls (`agent.mcp.RemoteMcp`; the
-    MCP connector beta). Local servers: pass `mcp_tools(...)` in `tools` instead."""
 
     def __init__(self, **options: Any) -> None:
-        unknown = sorted(set(options) - set(AgentOptions.__annotations__))
+        known = option_names(type(self))
+        unknown = sorted(set(options) - known)
         if unknown:
-            named = [name + did_you_mean(name, AgentOptions.__annotations__) for name in unknown]
+            named = [name + did_you_mean(name, known) for name in unknown]
             raise TypeError(f"unknown Agent option(s): {', '.join(named)}")
         for name, value in options.items():
             setattr(self, name, value)
         self.validate()
+        self.extensions = list(self.extensions)
+        own = ToolRegistry(self.tools)
+        if self.diet:
+            register_read_artifact(own, self.artifacts_dir)
+        declared: Sequence[Tool | ServerTool] = own.all()
+        for ext in self.extensions:
+            declared = ext.tools(declared)
+        self.registry = ToolRegistry(declared, default_timeout=self.tool_timeout)
+        check_tools(self.registry, self.keep_fields)
+        llm = self.llm or AnthropicLLM()
+        if self.model_retries is None:
+            self.model_retries = int(getattr(llm, "max_retries", DEFAULT_RETRIES))
+        if isinstance(llm, AnthropicLLM):
+            llm = llm.without_retries()  # the loop retries, so the budgets see every attempt
+        self.llm: LLM = llm  # an `AsyncLLM` too, possibly (`agent.steps.ask`)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        check_subclass(cls, AgentOptions.__annotations__)
+        check_subclass(cls, option_names(cls))
 
     def validate(self) -> None:
         """Reject settings the API or the loop would only reject later, and less clearly."""
@@ -213,10 +181,7 @@ class AgentConfig:
             raise ValueError(
                 f'thinking_history="drop_block" needs a model with preserved thinking, not {self.model}'
             )
-        if self.tool_search not in ("client", "bm25", "regex"):
-            raise ValueError(f'tool_search must be "client", "bm25" or "regex", not {self.tool_search!r}')
-        names = ("max_steps", "keep_recent", "prune_batch", "max_context_tokens", "model_retries")
-        for name in (*names, "defer_tools_above"):
+        for name in ("max_steps", "keep_recent", "prune_batch", "max_context_tokens", "model_retries"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
                 raise TypeError(f"{name} must be an int, not {type(value).__name__} {value!r}")
@@ -236,12 +201,22 @@ class AgentConfig:
             raise ValueError("keep_recent and max_context_tokens must be >= 0, prune_batch >= 1")
         if self.compress_threshold < 200:
             raise ValueError("compress_threshold must be at least 200 characters")
-        if isinstance(self.mcp_servers, str | Mapping) or any(
-            not isinstance(s, RemoteMcp) for s in self.mcp_servers
-        ):
-            raise TypeError("mcp_servers takes a list of agent.mcp.RemoteMcp(name=..., url=...)")
         if not (isinstance(self.compact_margin, int | float) and 0 <= self.compact_margin < 1):
             raise ValueError(f"compact_margin must be in [0, 1), not {self.compact_margin!r}")
+        if isinstance(self.extensions, Extension) or any(
+            not isinstance(e, Extension) for e in self.extensions
+        ):
+            raise TypeError("extensions takes a list of agent.extension.Extension instances")
+        for name in ("model", "summarizer_model"):
+            model = getattr(self, name) or self.model
+            if self.max_cost_usd is not None and self.models.price(model) is None:
+                raise ValueError(
+                    f"max_cost_usd needs a price for {model!r}: pass models=MODELS.with_price({model!r}, ...)"
+                )
+        if self.usage_log:
+            Path(self.usage_log).parent.mkdir(parents=True, exist_ok=True)
+
+    # -- what the pure policies are handed -------------------------------------------------
 
     def history_strategy(self) -> str:
         """The thinking-history strategy in force (the option, else the model's default)."""
@@ -254,35 +229,70 @@ class AgentConfig:
         info = self.models.lookup(self.model)
         return info.default_max_tokens() if info else DEFAULT_MAX_TOKENS
 
-
-DEFAULT_MAX_TOKENS = 16_000
-"""`max_tokens` for a model the table does not know."""
-
-
-def check_effort(effort: str | None, info: ModelInfo | None = None) -> None:
-    """An effort the API takes for this model (any known level when the model is unknown)."""
-    if effort is None:
-        return
-    if effort not in EFFORTS:
-        raise ValueError(f"effort must be one of {', '.join(EFFORTS)} or None, not {effort!r}")
-    if info is not None and effort not in info.efforts:
-        allowed = ", ".join(info.efforts) if info.efforts else "none: leave effort=None"
-        raise ValueError(f"{info.id} does not take effort={effort!r} (it takes {allowed})")
-
-
-def check_thinking(thinking: Mapping[str, Any] | None, info: ModelInfo | None = None) -> None:
-    """A `thinking` setting this model accepts; None (the model's default) always is."""
-    if thinking is None:
-        return
-    kind = thinking.get("type") if isinstance(thinking, Mapping) else None
-    if kind not in THINKING_TYPES:
-        raise ValueError(f"thinking must be None or have type {' | '.join(THINKING_TYPES)}, not {thinking!r}")
-    display = thinking.get("display")
-    if display is not None and display not in ("summarized", "omitted"):
-        raise ValueError(f'thinking.display must be "summarized" or "omitted", not {display!r}')
-    if kind == "enabled" and not isinstance(thinking.get("budget_tokens"), int):
-        raise ValueError('thinking {"type": "enabled"} needs an integer budget_tokens')
-    if info is not None and kind not in info.thinking_types:
-        raise ValueError(
-            f"{info.id} does not accept thinking type {kind!r} (it takes {', '.join(info.thinking_types)})"
+    def budget_policy(self) -> BudgetPolicy:
+        return BudgetPolicy(
+            self.model, self.models, self.max_input_tokens, self.max_cost_usd, self.cache, self.cache_ttl
         )
+
+    def history_policy(self) -> HistoryPolicy:
+        return HistoryPolicy(
+            model=self.model,
+            models=self.models,
+            strategy=self.history_strategy(),
+            keep_recent=self.keep_recent,
+            prune_batch=self.prune_batch,
+            max_context_tokens=self.max_context_tokens,
+            compact_margin=self.compact_margin,
+            summarizer_model=self.summarizer_model or self.model,
+            summary_prompt=self.summary_prompt,
+            max_tokens=self.output_budget(),
+            memory=self.memory,
+            on_event=self.on_event,
+            irreversible=frozenset(t.name for t in self.registry if t.irreversible),
+            protected=frozenset(t.name for t in self.registry if t.irreversible or t.never_prune),
+            artifacts=self.diet and self.artifacts_dir is not None,
+        )
+
+    def diet_policy(self, outcome: ToolOutcome) -> DietPolicy:
+        """The policy for `outcome`'s tool: `keep_fields` wins over `@tool(keep=)`."""
+        return DietPolicy.for_tool(
+            outcome.tool,
+            self.keep_fields.get(outcome.call.name),
+            self.list_top_n,
+            self.compress_threshold,
+            on=self.diet,
+            min_chars=self.artifact_min_chars,
+        )
+
+    def artifact_store(self, state: RunState) -> ArtifactStore | None:
+        """This run's artifact store, created on first use; None when artifacts are off."""
+        if not self.diet or self.artifacts_dir is None:
+            return None
+        if state.artifacts is None:
+            from agent.context.artifacts import ArtifactStore
+
+            state.artifacts = ArtifactStore.for_run(
+                self.artifacts_dir,
+                state.run_id,
+                max_bytes=self.artifact_max_bytes,
+                keep_runs=self.artifact_keep_runs,
+            )
+        return state.artifacts
+
+    def measure(self, state: RunState, candidate: Sequence[dict[str, Any]]) -> int:
+        """Estimated prompt tokens of this step's request with `candidate` as its history
+        (the API's own count near the threshold, with `exact_token_count`)."""
+        counter = self.llm if self.exact_token_count and isinstance(self.llm, TokenCounter) else None
+        near = int(self.max_context_tokens * (1 - self.compact_margin) * 0.8)
+        request = self.build_request(state.with_messages(list(candidate)))  # type: ignore[attr-defined]
+        return request_tokens(request, state.calibration, counter, exact_from=near)
+
+
+def option_names(cls: type) -> set[str]:
+    """Every option an `AgentConfig` (sub)class declares: its annotated class attributes."""
+    return {
+        name
+        for klass in cls.__mro__
+        if issubclass(klass, AgentConfig)
+        for name in vars(klass).get("__annotations__", {})
+    }

@@ -10,12 +10,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from agent.state import RunResult
+    from agent.result import RunResult
 
 __all__ = [
     "AgentError",
     "BudgetExceeded",
     "CostBudgetExceeded",
+    "MissingAPIKey",
     "ModelCallFailed",
     "StepBudgetExceeded",
     "TokenBudgetExceeded",
@@ -48,3 +49,8 @@ class TokenBudgetExceeded(BudgetExceeded):
 
 class ModelCallFailed(AgentError):
     """The model call still failed after the SDK's retries; `__cause__` is the SDK error."""
+
+
+class MissingAPIKey(AgentError):
+    """No key and no auth token: said before the first request, naming the variable and the
+    offline way, instead of the SDK's authentication `TypeError` from deep inside a call."""

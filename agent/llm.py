@@ -38,6 +38,7 @@ import anthropic
 from anthropic.types import Message
 from typing_extensions import Self
 
+from agent.errors import MissingAPIKey
 from agent.models import ModelTable, refine_from_capabilities
 
 __all__ = [
@@ -61,11 +62,6 @@ NO_KEY = (
     "(agent.testing.scripted) or the local simulator, Agent(llm=MessagesSimulator(policy).llm()) "
     "(agent.testing.simulator); the examples run offline with no key: python -m examples.e01_loop"
 )
-
-
-class MissingAPIKey(RuntimeError):
-    """No key and no auth token: said before the first request, naming the variable and the
-    offline way, instead of the SDK's authentication `TypeError` from deep inside a call."""
 
 
 def _require_key(client: anthropic.Anthropic | anthropic.AsyncAnthropic) -> None:

@@ -24,6 +24,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from agent.errors import AgentError
 from agent.messages import Msg, blocks
 
 __all__ = ["MEMORY_NOTE_PREFIX", "Memory", "MemoryKeyError", "latest_memory_note", "with_memory_note"]
@@ -32,7 +33,7 @@ MEMORY_NOTE_PREFIX = "[memory keys: "
 KEY = re.compile(r"^[\w.:/-]{1,64}$")
 
 
-class MemoryKeyError(KeyError):
+class MemoryKeyError(AgentError, KeyError):
     """A key that is not in memory; the message names the keys that are."""
 
     def __str__(self) -> str:

@@ -10,40 +10,103 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from anthropic.types import Message
 
-from agent.registry import ToolCall
-from agent.server_tools import (
-    SERVER_CALLS,
-    answered_ids,
-    closing_results,
-    is_server_result,
-    unanswered_calls,
-)
+from agent.tools import ToolCall
 
 __all__ = [
+    "SERVER_CALLS",
+    "answered_ids",
     "as_object",
     "assistant_message",
     "blocks",
+    "closing_results",
     "content_text",
     "cut_off_early",
     "deep_copy",
     "final_text",
+    "is_server_call",
+    "is_server_result",
     "opening_messages",
+    "result_type_for",
     "shared_length",
     "stop_detail",
     "text_of",
     "tool_calls",
     "tool_names_by_id",
     "tool_result_block",
+    "unanswered_calls",
     "user_message",
     "visible_text",
 ]
 
 Msg = dict[str, Any]
+
+SERVER_CALLS = frozenset({"server_tool_use", "mcp_tool_use"})
+"""Blocks that call a tool the server runs (the API's own, or a remote MCP server's)."""
+
+_RESULT_TYPES = {
+    "tool_search_tool_regex": "tool_search_tool_result",
+    "tool_search_tool_bm25": "tool_search_tool_result",
+}
+_ERROR_CONTENT = {"mcp_tool_result"}  # results whose error is `is_error` + text, not an error object
+
+
+# -- a server call and its result are one pair -------------------------------------------
+
+
+def is_server_call(block: Mapping[str, Any]) -> bool:
+    return block.get("type") in SERVER_CALLS
+
+
+def is_server_result(block: Mapping[str, Any]) -> bool:
+    kind = block.get("type")
+    return isinstance(kind, str) and kind.endswith("_tool_result") and kind != "tool_result"
+
+
+def result_type_for(call: Mapping[str, Any]) -> str:
+    """The result block type that answers `call` (`web_search` -> `web_search_tool_result`)."""
+    if call.get("type") == "mcp_tool_use":
+        return "mcp_tool_result"
+    name = str(call.get("name", ""))
+    return _RESULT_TYPES.get(name, f"{name}_tool_result")
+
+
+def _content(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    content = message.get("content")
+    return [b for b in content if isinstance(b, Mapping)] if isinstance(content, list) else []
+
+
+def unanswered_calls(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Server calls in `messages` that have no result anywhere in them, in order: what a paused
+    turn, a cut-off one, or a call left in flight while the client's tools ran left open."""
+    found = [b for m in messages if m.get("role") == "assistant" for b in _content(m)]
+    answered = {b.get("tool_use_id") for b in found if is_server_result(b)}
+    return [dict(b) for b in found if is_server_call(b) and b.get("id") not in answered]
+
+
+def answered_ids(messages: Sequence[Mapping[str, Any]]) -> set[str]:
+    """Ids of the server calls in `messages` (what a later result may answer)."""
+    found = [b for m in messages if m.get("role") == "assistant" for b in _content(m)]
+    return {str(b.get("id")) for b in found if is_server_call(b)}
+
+
+def closing_results(calls: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One error result per call, in the API's own error shape ("unavailable"): the honest
+    answer for a server call that never got one, so the history stays valid to continue."""
+    results = []
+    for call in calls:
+        kind = result_type_for(call)
+        block: dict[str, Any] = {"type": kind, "tool_use_id": call.get("id")}
+        if kind in _ERROR_CONTENT:
+            block |= {"is_error": True, "content": "not run: the turn ended before this call finished"}
+        else:
+            block["content"] = {"type": f"{kind}_error", "error_code": "unavailable"}
+        results.append(block)
+    return results
 
 
 def user_message(text: str) -> Msg:
@@ -99,7 +162,7 @@ def assistant_message(
     `pause_turn` continued) or in a call left in flight while the client's tools ran, a
     result here may answer a call made there, and a call made there that never got its
     result is answered with the API's "unavailable" error
-    (`agent.server_tools.closing_results`), so nothing is left half-paired.
+    (`agent.ext.server_tools.closing_results`), so nothing is left half-paired.
     """
     content = []
     ids = _unique_ids(response)

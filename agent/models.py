@@ -36,6 +36,8 @@ __all__ = [
     "ModelTable",
     "Price",
     "base_model",
+    "check_effort",
+    "check_thinking",
     "refine_from_capabilities",
 ]
 
@@ -268,3 +270,32 @@ def refine_from_capabilities(models: ModelTable, model: str, capabilities: Any) 
     efforts = tuple(e for e in EFFORTS if effort is not None and effort.supported and supported(effort, e))
     kinds = tuple(k for k in THINKING_TYPES if thinking is not None and supported(thinking, k))
     return models.register(replace(info, efforts=efforts, thinking_types=kinds or info.thinking_types))
+
+
+def check_effort(effort: str | None, info: ModelInfo | None = None) -> None:
+    """An effort the API takes for this model (any known level when the model is unknown)."""
+    if effort is None:
+        return
+    if effort not in EFFORTS:
+        raise ValueError(f"effort must be one of {', '.join(EFFORTS)} or None, not {effort!r}")
+    if info is not None and effort not in info.efforts:
+        allowed = ", ".join(info.efforts) if info.efforts else "none: leave effort=None"
+        raise ValueError(f"{info.id} does not take effort={effort!r} (it takes {allowed})")
+
+
+def check_thinking(thinking: Mapping[str, Any] | None, info: ModelInfo | None = None) -> None:
+    """A `thinking` setting this model accepts; None (the model's default) always is."""
+    if thinking is None:
+        return
+    kind = thinking.get("type") if isinstance(thinking, Mapping) else None
+    if kind not in THINKING_TYPES:
+        raise ValueError(f"thinking must be None or have type {' | '.join(THINKING_TYPES)}, not {thinking!r}")
+    display = thinking.get("display")
+    if display is not None and display not in ("summarized", "omitted"):
+        raise ValueError(f'thinking.display must be "summarized" or "omitted", not {display!r}')
+    if kind == "enabled" and not isinstance(thinking.get("budget_tokens"), int):
+        raise ValueError('thinking {"type": "enabled"} needs an integer budget_tokens')
+    if info is not None and kind not in info.thinking_types:
+        raise ValueError(
+            f"{info.id} does not accept thinking type {kind!r} (it takes {', '.join(info.thinking_types)})"
+        )

@@ -18,14 +18,13 @@ import json
 import logging
 import re
 import warnings
-import weakref
 from collections.abc import Callable
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
 
-from agent.setup_checks import did_you_mean
+from agent.options import did_you_mean
 from agent.signature import Described, describe_callable
 
 __all__ = ["check_sendable", "input_model_for", "json_schema", "parse_docstring"]
@@ -156,20 +155,14 @@ def _strip_titles(node: Any) -> Any:
     return out
 
 
-_SCHEMAS: weakref.WeakKeyDictionary[type[BaseModel], dict[str, Any]] = weakref.WeakKeyDictionary()
-"""Each input model's schema, built once (pydantic rebuilds it on every call otherwise)."""
-
-
 def json_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """The model's JSON Schema as the Messages API wants it: an object, no extras (a new copy
-    each call; pydantic builds it once per model)."""
-    schema = _SCHEMAS.get(model)
-    if schema is None:
-        schema = _strip_titles(model.model_json_schema())
-        schema.setdefault("properties", {})
-        schema["additionalProperties"] = False
-        _SCHEMAS[model] = schema
-    return copy.deepcopy(schema)
+    """The model's JSON Schema as the Messages API wants it: an object, no extras. Built at
+    each call, as a copy that shares nothing with the model (pydantic may hand out values a
+    field's `json_schema_extra` holds), so a caller may edit it."""
+    schema: dict[str, Any] = _strip_titles(copy.deepcopy(model.model_json_schema()))
+    schema.setdefault("properties", {})
+    schema["additionalProperties"] = False
+    return schema
 
 
 def check_sendable(declaration: dict[str, Any], tool_name: str) -> None:

@@ -117,25 +117,13 @@ def call_arguments(fn: Callable[..., Any], arguments: BaseModel) -> tuple[list[A
     return [values.pop(name) for name in positional if name in values], values
 
 
-_POSITIONAL: dict[int, tuple[Callable[..., Any], tuple[str, ...]]] = {}
-"""id(fn) -> (fn, its positional-only parameters): reading a signature costs more than a
-fast tool's whole call, and a tool's function is called again and again."""
-
-
 def _positional_only(fn: Callable[..., Any]) -> tuple[str, ...]:
-    known = _POSITIONAL.get(id(fn))
-    if known is not None and known[0] is fn:
-        return known[1]
+    """The names of `fn`'s positional-only parameters, read from its signature at each call."""
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
-        names: tuple[str, ...] = ()
-    else:
-        names = tuple(p.name for p in params if p.kind is p.POSITIONAL_ONLY)
-    if len(_POSITIONAL) >= 1024:
-        _POSITIONAL.clear()
-    _POSITIONAL[id(fn)] = (fn, names)
-    return names
+        return ()
+    return tuple(p.name for p in params if p.kind is p.POSITIONAL_ONLY)
 
 
 def caller_locals() -> dict[str, Any] | None:

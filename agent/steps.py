@@ -15,8 +15,6 @@ Around that, three small adapters:
 - `blocking`: a blocking call (a sync model, an approver) in a worker thread, so other
   runs on the loop go on; on `run`'s private loop, where no other run waits, it is called
   in place: no thread hop per step, and Ctrl-C interrupts it as it would without asyncio;
-- `recorded`: `Session.record_run` around a coroutine, so an awaited run leaves the
-  same `end` or `stopped` record (a cancelled run records `stopped`, CancelledError).
 """
 
 from __future__ import annotations
@@ -27,19 +25,14 @@ import contextlib
 import contextvars
 import inspect
 import threading
-import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
+from typing import Any, TypeVar, cast, overload
 
 from anthropic.types import Message
 
 from agent.llm import LLM, AsyncLLM, Delta
 
-if TYPE_CHECKING:
-    from agent.session import Session
-    from agent.state import RunResult, RunState
-
-__all__ = ["ask", "blocking", "on_private_loop", "recorded", "run_sync", "settle"]
+__all__ = ["ask", "blocking", "on_private_loop", "run_sync", "settle"]
 
 T = TypeVar("T")
 
@@ -79,7 +72,10 @@ def run_sync(work: Callable[[], Coroutine[Any, Any, T]]) -> T:
 
     try:
         asyncio.get_running_loop()
+        inside_a_loop = True
     except RuntimeError:
+        inside_a_loop = False  # (the run starts outside this `except`: its errors chain nothing)
+    if not inside_a_loop:
         return on_a_new_loop()
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="agent-run") as pool:
         return pool.submit(on_a_new_loop).result()
@@ -121,25 +117,9 @@ async def settle(value: Any) -> Any:
     return value
 
 
-_KINDS: weakref.WeakKeyDictionary[Any, tuple[bool, bool]] = weakref.WeakKeyDictionary()
-"""llm -> (an `AsyncLLM`, an `LLM`): a protocol check walks the class each time, every step."""
-
-
-def _kinds(llm: object) -> tuple[bool, bool]:
-    try:
-        known = _KINDS.get(llm)
-    except TypeError:  # unhashable, or no weak reference to it: checked each time
-        return isinstance(llm, AsyncLLM), isinstance(llm, LLM)
-    if known is None:
-        known = isinstance(llm, AsyncLLM), isinstance(llm, LLM)
-        with contextlib.suppress(TypeError):
-            _KINDS[llm] = known
-    return known
-
-
 async def ask(llm: LLM, request: Mapping[str, Any], on_delta: Delta | None) -> Message:
     """One attempt through the seam, streamed when `on_delta` is given and the LLM can stream."""
-    is_async, is_sync = _kinds(llm)
+    is_async, is_sync = isinstance(llm, AsyncLLM), isinstance(llm, LLM)
     if is_async and not (_PRIVATE_LOOP.get() and is_sync):
         astream = getattr(llm, "astream", None)
         if on_delta is not None and astream is not None:
@@ -160,18 +140,3 @@ async def ask(llm: LLM, request: Mapping[str, Any], on_delta: Delta | None) -> M
 
     answer: Message = await blocking(stream, request, relay)
     return answer
-
-
-async def recorded(session: Session, state: RunState, work: Awaitable[RunResult]) -> RunResult:
-    """Await `work` under `session.record_run`, which writes how the run ended and closes
-    the file: the awaited outcome (a result, or the error it raised) is handed to it."""
-    try:
-        result = await work
-    except BaseException as error:
-        failure = error
-
-        def reraise(_: RunState) -> RunResult:
-            raise failure
-
-        return session.record_run(reraise, state)
-    return session.record_run(lambda _: result, state)

@@ -3,11 +3,17 @@
 Every failure a model can cause, or a tool can suffer, becomes an `is_error` outcome the
 model can read and adapt to: an unknown name, input that is not an object, bad input (each
 bad field named), an exception (even SystemExit), a timeout. Whatever a tool returns comes
-back renderable (`agent.render`). Sync tools run on kept daemon threads (`agent.workers`),
-async ones on the caller's event loop; outcomes come back in call order.
+back renderable (`agent.render`). Sync tools each run on a daemon thread of their own (a
+hung one holds only its thread and cannot keep the process alive), async ones on the
+caller's event loop; outcomes come back in call order.
+
+`run_turn` is the loop's: each call first passes the extensions' `before_tool` hooks (a
+denial or a recorded result settles it without running), a gated call runs only where an
+extension decides gates (`Extension.gate`), and each outcome passes `after_tool` the
+moment it is known, so an extension can make it durable while slower calls still run.
 
 The functions take the registry as `Tools` (what they read of it: the tools by name, the
-default timeout, the output cap), so this module needs nothing of `agent.registry`.
+default timeout, the output cap), so this module needs nothing of `agent.tools`.
 """
 
 from __future__ import annotations
@@ -23,11 +29,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 
-from agent.alarm import AlarmExpired, UserInterrupt, alarm_available, call_here
 from agent.calls import (
     Expired,
     bound_output,
@@ -40,10 +45,12 @@ from agent.calls import (
 )
 from agent.render import describe_error, renderable
 from agent.signature import call_arguments
-from agent.tool_def import Tool, ToolCall, ToolOutcome
-from agent.workers import WORKERS
+from agent.tools import Tool, ToolCall, ToolOutcome
 
-__all__ = ["Tools", "arun_all", "run_all", "run_one", "timeout_for"]
+if TYPE_CHECKING:
+    from agent.state import RunState
+
+__all__ = ["Tools", "arun_all", "run_all", "run_one", "run_turn", "timeout_for"]
 
 
 class Tools(Protocol):
@@ -53,6 +60,46 @@ class Tools(Protocol):
     max_output_chars: int
 
     def get(self, name: str) -> Tool | None: ...
+
+
+def _start(work: Callable[[Callable[[ToolCall], ToolOutcome]], None], run: Any, name: str) -> None:
+    """`work(run)` on a new daemon thread, in a fresh `contextvars` context."""
+    context = contextvars.Context()
+    threading.Thread(target=context.run, args=(work, run), name=name, daemon=True).start()
+
+
+async def run_turn(registry: Tools, calls: Sequence[ToolCall], state: RunState) -> list[ToolOutcome]:
+    """One turn's calls through the extensions' hooks, the rest run in parallel; call order."""
+    extensions = state.extensions
+    gates = any(ext.gate for ext in extensions)
+    settled: dict[int, ToolOutcome] = {}
+    for i, call in enumerate(calls):  # in call order: an approver is asked one call at a time
+        for ext in extensions:
+            if (outcome := await ext.before_tool(call, state)) is not None:
+                settled[i] = outcome
+                break
+        tool_ = registry.get(call.name)
+        if i not in settled and tool_ is not None and tool_.gated and not gates:
+            reason = "no approval extension decides gated tools (agent.ext.approval.Approval)"
+            settled[i] = ToolOutcome(call, f"denied: {reason}", True, tool=tool_)
+
+    def after(outcome: ToolOutcome) -> ToolOutcome:
+        for ext in extensions:
+            outcome = ext.after_tool(outcome, state)
+        return outcome
+
+    for i, outcome in settled.items():
+        settled[i] = after(outcome)
+    to_run = [i for i in range(len(calls)) if i not in settled]
+    finished: dict[str, ToolOutcome] = {}
+
+    def on_done(outcome: ToolOutcome) -> None:
+        finished[outcome.call.id] = after(outcome)
+
+    ran = await arun_all(registry, [calls[i] for i in to_run], on_done if extensions else None)
+    for i, outcome in zip(to_run, ran, strict=True):
+        settled[i] = finished.get(outcome.call.id, outcome) if extensions else outcome
+    return [settled[i] for i in range(len(calls))]
 
 
 def run_all(
@@ -72,16 +119,10 @@ def run_all(
 
 def _join(registry: Tools, running: list[_Running]) -> list[ToolOutcome]:
     """Start each call on a worker thread and wait for all, each up to its timeout. Stopped
-    while waiting (Ctrl-C), later outcomes are no longer reported. A turn's only call, to a
-    plain sync tool, runs here instead when its timeout can be kept here (`agent.alarm`): no
-    thread hop, and a call that hangs is stopped rather than left running. Gated tools (an
-    irreversible action) keep their thread: abandoned, not interrupted halfway."""
-    if len(running) == 1 and _may_run_here(registry, running[0].tool):
-        item = running[0]
-        return [item.finish(contextvars.Context().run(run_one, registry, item.call, here=True))]
+    while waiting (Ctrl-C), later outcomes are no longer reported."""
     started = time.monotonic()
     for item in running:
-        WORKERS.start(item.work, functools.partial(run_one, registry), name=f"tool-{item.call.name}")
+        _start(item.work, functools.partial(run_one, registry), f"tool-{item.call.name}")
     outcomes = []
     try:
         for item in running:
@@ -104,21 +145,13 @@ async def arun_all(
     registry: Tools,
     calls: Sequence[ToolCall],
     on_done: Callable[[ToolOutcome], None] | None = None,
-    *,
-    block: bool = False,
 ) -> list[ToolOutcome]:
     """`run_all` for the event loop: async tools run concurrently on it, the others each in
     a daemon thread (as in `run_all`, so a hung one cannot keep the process alive), each
     bounded by its timeout; outcomes in call order. Cancelled, it cancels the async tools;
     threads cannot be stopped, and what they finish after that is no longer reported.
-    An async tool that blocks the event loop (`time.sleep`) blocks every run on it.
-
-    `block=True` says the event loop serves this run alone (`Agent.run`'s private loop):
-    a turn of sync tools is then waited for in place, as `run_all` does, without the
-    loop's futures and wake-ups around each call."""
+    An async tool that blocks the event loop (`time.sleep`) blocks every run on it."""
     running = [_Running(call, registry.get(call.name), on_done) for call in calls]
-    if block and not any(item.tool is not None and is_async(item.tool.fn) for item in running):
-        return _join(registry, running)
     try:
         return list(await asyncio.gather(*(_await_one(registry, item) for item in running)))
     except BaseException:
@@ -183,21 +216,14 @@ def _prepare(registry: Tools, call: ToolCall) -> tuple[Tool, BaseModel] | ToolOu
         return ToolOutcome(call, message, True, tool=tool_)
 
 
-def _may_run_here(registry: Tools, tool_: Tool | None) -> bool:
-    if tool_ is None:  # unknown: its error outcome is written at once
-        return True
-    return not (tool_.gated or is_async(tool_.fn)) and alarm_available(timeout_for(registry, tool_))
-
-
-def run_one(registry: Tools, call: ToolCall, *, here: bool = False) -> ToolOutcome:
+def run_one(registry: Tools, call: ToolCall) -> ToolOutcome:
     """Validate and run one call, turning every failure into an error outcome.
 
     Whatever the tool returns comes back renderable (`agent.render.renderable`): a value
     is never made an error for its shape, as an irreversible tool did take effect. A
     generator is the exception (its body never ran). A tool's own KeyboardInterrupt or
     SystemExit is that call's failure: in a worker thread neither can be the user's
-    Ctrl-C (signals reach the main thread, where it propagates as usual). `here` runs the
-    tool on this thread, its timeout kept by SIGALRM (see `_join`).
+    Ctrl-C (signals reach the main thread, where it propagates as usual).
     """
     started = time.monotonic()
     prepared = _prepare(registry, call)
@@ -206,17 +232,14 @@ def run_one(registry: Tools, call: ToolCall, *, here: bool = False) -> ToolOutco
     tool_, arguments = prepared
     timeout = timeout_for(registry, tool_)
     try:
-        if here:
-            value, failed = call_here(invoke, timeout, tool_.fn, arguments, timeout), False
-        else:
-            value, failed = invoke(tool_.fn, arguments, timeout), False
+        value, failed = invoke(tool_.fn, arguments, timeout), False
         if inspect.isgenerator(value) or inspect.isasyncgen(value):
             kind = type(value).__name__
             value, failed = f"{call.name} returned a {kind}, not a value (its body never ran)", True
-    except (Expired, AlarmExpired):
+    except Expired:
         value, failed = f"timeout: {call.name} did not finish in {timeout:g}s", True
     except KeyboardInterrupt as error:
-        if isinstance(error, UserInterrupt) or (in_main_thread() and not here):
+        if in_main_thread():
             raise
         value, failed = describe_error(error), True
     except BaseException as error:  # the whole point: a tool's bug is the model's information
@@ -278,7 +301,7 @@ class _Running:
                 loop.call_soon_threadsafe(_copy_outcome, source, landed)
 
         self.future.add_done_callback(land)
-        WORKERS.start(self.work, run_one, name=f"tool-{self.call.name}")
+        _start(self.work, run_one, f"tool-{self.call.name}")
         return landed
 
     def work(self, run_one: Callable[[ToolCall], ToolOutcome]) -> None:

@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from agent.registry import ToolOutcome
+from agent.tools import ToolOutcome
 
 __all__ = ["KINDS", "default_repr", "warn_outcomes"]
 

@@ -35,6 +35,7 @@ from typing import Any
 
 from agent import Agent, RunResult, Usage, tool
 from agent.config import AgentConfig
+from agent.ext.approval import Approval
 from agent.testing.policies import call, echo_summarizer
 from agent.testing.simulator import MessagesSimulator
 from agent.usage import price_for
@@ -284,7 +285,7 @@ def run_config(name: str, steps: int) -> Outcome:
             system=SYSTEM,
             tools=TOOLS,
             max_steps=steps,
-            allow=["issue_refund"],  # the approval gate is not what is measured here
+            extensions=[Approval(allow=["issue_refund"])],  # the approval gate is not what is measured here
             **{"artifacts_dir": tmp, **options},
         )
         started = time.monotonic()
@@ -374,7 +375,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 def write_chart(outcomes: Sequence[Outcome], path: str) -> str:
     """One PNG, one panel per configuration: prompt tokens per call (uncached, read, write) and $."""
-    from agent.chart import compare_png, series  # the optional `plot` extra
+    from agent.ext.charts.chart import compare_png, series  # the optional `plot` extra
 
     runs = {o.name: series([u.to_json() for u in o.result.steps]) for o in outcomes}
     return str(compare_png(runs, path))

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent import Agent, RunResult, tool
+from agent.ext.approval import Approval
 from agent.memory import Memory
 from agent.testing import reply, tool_use
 from agent.testing.simulator import MessagesSimulator
@@ -129,7 +130,7 @@ def run_scenario(simulator: Callable[..., MessagesSimulator], steps: int = STEPS
         system="You audit order histories and issue refunds. Be exact with ids and amounts.",
         tools=[fetch_orders, issue_refund, *memory_tools(memory)],
         memory=memory,
-        allow=["issue_refund"],  # trusted in this test: the approval gate is tested elsewhere
+        extensions=[Approval(allow=["issue_refund"])],  # trusted here: the gate is tested elsewhere
         artifacts_dir=None,
         max_steps=steps,
         **options,

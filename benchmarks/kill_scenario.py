@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from agent import Agent, tool
+from agent.ext.approval import Approval
+from agent.ext.sessions import Session, resume
 from agent.llm import LLM, split_betas
 from agent.messages import blocks, content_text
 from agent.testing.simulator import MessagesSimulator
@@ -163,7 +165,7 @@ def life(workdir: Path, mode: str) -> None:
                 llm=Checked(sim.llm(), workdir / "rejected.log"),
                 model=MODEL,
                 tools=make_tools(workdir),
-                allow=["refund", "revoke_key"],
+                extensions=[Approval(allow=["refund", "revoke_key"])],
                 keep_recent=2,
                 prune_batch=1,
                 max_context_tokens=CONTEXT,
@@ -173,7 +175,7 @@ def life(workdir: Path, mode: str) -> None:
             (workdir / "ready").touch()
             session = workdir / "run.jsonl"
             again = mode == "run" or not started(session)  # killed before its first record: nothing
-            result = agent.run(PROMPT, session=session) if again else agent.resume(session)  # ran
+            result = agent.run(PROMPT, extensions=[Session(session)]) if again else resume(agent, session)
             report = {"text": result.text}
     except BaseException as error:
         report = {"error": f"{type(error).__name__}: {error}"[:2000]}

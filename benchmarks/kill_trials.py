@@ -44,8 +44,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent.ext.sessions import read_session
 from agent.messages import blocks, content_text
-from agent.replay import read_session
 from agent.testing.validate import validate_request
 from benchmarks.kill_scenario import API_KEY, FINAL, IRREVERSIBLE_CALLS, MODEL, answers, life
 

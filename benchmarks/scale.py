@@ -2,7 +2,7 @@
 
 The benchmark starts Debian's Postgres on a free localhost port (`LocalPostgres`,
 installed with apt-get if missing), the Messages API simulator in this process, and 4
-worker processes (`python -m agent.durable.worker`). It enqueues `--runs` runs of a
+worker processes (`python -m agent.ext.durable.worker`). It enqueues `--runs` runs of a
 10-step task: nine turns that each call a reversible `lookup` and, every third turn, an
 irreversible `ship` (which appends one line to a side-effect log, then takes a moment to
 return: the window in which a kill leaves it started but unrecorded), then a final answer.
@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from agent import Agent, tool
+from agent.ext.approval import Approval
 from agent.messages import blocks, content_text
 
 STEPS = 10
@@ -84,7 +85,10 @@ def make_agent() -> Agent:
     from agent.llm import AnthropicLLM
 
     llm = AnthropicLLM(base_url=os.environ["SCALE_SIM_URL"], api_key="sim", max_retries=0)
-    return Agent(llm=llm, model=MODEL, tools=[lookup, ship], allow=["ship"], artifacts_dir=None, max_steps=20)
+    trusted = [Approval(allow=["ship"])]
+    return Agent(
+        llm=llm, model=MODEL, tools=[lookup, ship], extensions=trusted, artifacts_dir=None, max_steps=20
+    )
 
 
 def policy(body: Mapping[str, Any]) -> Any:
@@ -102,8 +106,8 @@ def policy(body: Mapping[str, Any]) -> Any:
     return {"content": [f"Turn {turn} of batch {batch}.", *calls]}
 
 
-if "agent.durable.worker" in sys.modules or os.environ.get("SCALE_SIM_URL"):  # in a worker
-    from agent.durable import register_agent
+if "agent.ext.durable.worker" in sys.modules or os.environ.get("SCALE_SIM_URL"):  # in a worker
+    from agent.ext.durable import register_agent
 
     register_agent("scale", make_agent)
 
@@ -114,7 +118,15 @@ if "agent.durable.worker" in sys.modules or os.environ.get("SCALE_SIM_URL"):  # 
 class Worker:
     def __init__(self, executor_id: str, db: str, env: dict[str, str], concurrency: int, logs: Path) -> None:
         self.executor_id = executor_id
-        command = [sys.executable, "-m", "agent.durable.worker", "--db", db, "--agents", "benchmarks.scale"]
+        command = [
+            sys.executable,
+            "-m",
+            "agent.ext.durable.worker",
+            "--db",
+            db,
+            "--agents",
+            "benchmarks.scale",
+        ]
         command += ["--executor-id", executor_id, "--worker-concurrency", str(concurrency)]
         self.out = (logs / f"{executor_id}-{time.monotonic_ns()}.log").open("w")
         root = Path(__file__).resolve().parent.parent
@@ -158,7 +170,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     logging.getLogger("agent").setLevel(logging.ERROR)
 
-    from agent.durable import LocalPostgres, RunClient
+    from agent.ext.durable import LocalPostgres, RunClient
     from agent.testing.simulator import MessagesSimulator
 
     folder = Path(tempfile.mkdtemp(prefix="agent-scale-"))

@@ -29,6 +29,7 @@ from typing import Any
 from agent import Agent, AgentError, RunResult
 from agent.context.cache import strip_cache_control
 from agent.context.thinking import first_rewrite, thinking_blocks
+from agent.ext.approval import Approval
 from agent.models import MODELS
 from agent.testing.simulator import MessagesSimulator
 from agent.usage import cost_of
@@ -180,7 +181,7 @@ def run_triage(
             max_steps=steps,
             max_context_tokens=window,
             keep_fields=KEEP_FIELDS,
-            allow=[IRREVERSIBLE],  # the approval gate is not what is measured here
+            extensions=[Approval(allow=[IRREVERSIBLE])],  # the approval gate is not what is measured here
             artifacts_dir=folder,
             **options,
         )

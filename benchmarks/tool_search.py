@@ -8,7 +8,7 @@ thesaurus were chosen looking at the tuning half only. Both are reported.
 Rankers, each given the task text as its query (harder than the short query a model would
 write):
 
-* **hybrid**: ours (`agent.tool_search.index.ToolIndex`): BM25 with identifier splitting,
+* **hybrid**: ours (`agent.ext.tool_search.index.ToolIndex`): BM25 with identifier splitting,
   stemming and the thesaurus, graph expansion, weighted reciprocal-rank fusion;
 * **bm25**: the same BM25 (same words, same parameters) alone, no thesaurus, no graph;
 * **server-bm25 shape**: the API's server-side BM25 tool search as its docs describe it
@@ -43,10 +43,10 @@ from pathlib import Path
 from typing import Any
 
 from agent.context.tokens import estimate_tokens
-from agent.registry import ToolRegistry, tool
-from agent.tool_search import SEARCH_TOOL_NAME, ToolIndex
-from agent.tool_search.index import document_words
-from agent.tool_search.text import STOPWORDS
+from agent.ext.tool_search import SEARCH_TOOL_NAME, ToolIndex
+from agent.ext.tool_search.deferral import search_tool
+from agent.ext.tool_search.index import document_words
+from agent.ext.tool_search.text import STOPWORDS
 
 DATA = Path(__file__).parent / "tool_search_data"
 K = 5
@@ -127,13 +127,7 @@ def token_table(
 ) -> dict[str, float]:
     """Prompt tokens of the tools part of a request, all declared vs deferred + search."""
 
-    def run(target: str) -> str:
-        return target
-
-    registry = ToolRegistry(
-        [tool(name=t["name"], description=t["description"])(run) for t in tools]
-    )  # only for the search tool's declaration, as the agent sends it
-    search_declaration = next(d for d in registry.declarations() if d["name"] == SEARCH_TOOL_NAME)
+    search_declaration = search_tool([]).declaration()  # as the agent declares it
     by_name = {t["name"]: t for t in tools}
     everything = estimate_tokens(tools)
     deferred = []

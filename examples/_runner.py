@@ -210,7 +210,9 @@ def run(
         with _connect(example, mode, record, say) as llm:
             agent = example.make_agent(llm)
             if usage_log:
-                agent.usage_log = usage_log  # one JSON line per call: `python -m agent.chart` draws it
+                agent.usage_log = (
+                    usage_log  # one JSON line per call: `python -m agent.ext.charts.chart` draws it
+                )
             watch = Watch(say, verbosity, forward=agent.on_event)
             agent.on_event = watch
             agent.llm = _Meter(llm, agent.models, watch, outcome.sent_bytes)

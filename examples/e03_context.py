@@ -30,6 +30,7 @@ import re
 from typing import Any
 
 from agent import LLM, Agent, tool
+from agent.ext.approval import Approval
 from agent.testing.policies import call, latest_results
 from examples._runner import Example, main
 
@@ -80,7 +81,7 @@ def make_agent(llm: LLM) -> Agent:
         llm=llm,
         system=SYSTEM,
         tools=[fetch_orders, issue_refund],
-        allow=["issue_refund"],
+        extensions=[Approval(allow=["issue_refund"])],
         max_steps=PAGES + 10,
         max_context_tokens=MAX_CONTEXT_TOKENS,
         keep_recent=3,

@@ -24,11 +24,11 @@ import sys
 from typing import Any
 
 from agent import LLM, Agent, RunState, tool
-from agent.approval import TerminalApprover
 from agent.context.artifacts import find_pointer
 from agent.context.compressors.jsonish import dump_full
-from agent.registry import ToolOutcome
+from agent.ext.approval import Approval, TerminalApprover
 from agent.testing.policies import call, latest_results
+from agent.tools import ToolOutcome
 from examples._runner import Example, main
 from examples._shop import CUSTOMER, ORDERS
 
@@ -86,7 +86,7 @@ def tokens(text: str) -> int:
 class RefundAgent(Agent):
     system = SYSTEM
     tools = (search_orders, get_order, request_refund)
-    allow = ("request_refund",)
+    extensions = (Approval(allow=["request_refund"]),)  # unattended, the refund is trusted
     max_steps = 8
 
     def render_result(self, outcome: ToolOutcome, state: RunState) -> str:
@@ -100,7 +100,7 @@ class RefundAgent(Agent):
 
 def make_agent(llm: LLM) -> Agent:
     if sys.stdin.isatty():  # a person is there: ask them before any refund
-        return RefundAgent(llm=llm, artifacts_dir=ARTIFACTS, allow=(), approver=TerminalApprover())
+        return RefundAgent(llm=llm, artifacts_dir=ARTIFACTS, extensions=[Approval(TerminalApprover())])
     return RefundAgent(llm=llm, artifacts_dir=ARTIFACTS)
 
 

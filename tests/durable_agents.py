@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 
 from agent import Agent, tool
-from agent.durable import WaitForApproval, register_agent
+from agent.ext.approval import Approval
+from agent.ext.durable import WaitForApproval, register_agent
 from agent.llm import AnthropicLLM
 
 
@@ -55,8 +56,7 @@ def make_gated_agent() -> Agent:
         llm=llm,
         model="claude-opus-4-5",
         tools=[refund, ship],
-        approver=WaitForApproval(timeout_s=120),
-        allow=["ship"],  # trusted: only the refund waits for a person
+        extensions=[Approval(WaitForApproval(timeout_s=120), allow=["ship"])],  # only the refund waits
         artifacts_dir=None,
         max_steps=10,
     )

@@ -18,7 +18,8 @@ import pytest
 import agent.context.pattern_search as pattern_search
 from agent.context.artifacts import ArtifactStore, artifact_name
 from agent.context.read_artifact import make_read_artifact
-from agent.registry import ToolCall, ToolRegistry
+from agent.tool_runs import run_one
+from agent.tools import ToolCall, ToolRegistry
 
 REPO = Path(__file__).resolve().parents[1]
 EVIL = [
@@ -61,7 +62,7 @@ def store_text(root: Path, text: str, *, is_json: bool = False) -> str:
 
 def call(root: Path, max_chars: int = 6000, seconds: float = 3.0, **arguments: object) -> tuple[str, bool]:
     registry = ToolRegistry([make_read_artifact(root, max_chars=max_chars, search_seconds=seconds)])
-    outcome = registry.run_one(ToolCall("toolu_x", "read_artifact", arguments))
+    outcome = run_one(registry, ToolCall("toolu_x", "read_artifact", arguments))
     return str(outcome.value), outcome.is_error
 
 
@@ -70,7 +71,7 @@ import sys, time
 from pathlib import Path
 import agent.context.pattern_search as engines
 from agent.context.artifacts import ArtifactStore, artifact_name
-from agent.registry import ToolCall, ToolRegistry
+from agent.tools import ToolCall, ToolRegistry
 from agent.context.read_artifact import make_read_artifact
 root = Path(sys.argv[1])
 words = "one two three four five six seven eight nine ten"
@@ -83,7 +84,7 @@ for use_re2 in ([True] if engines._re2 is not None else []) + [False]:
         ArtifactStore.for_run(root, "run").put(name, line)
         registry = ToolRegistry([make_read_artifact(root)])
         started = time.monotonic()
-        registry.run_one(ToolCall("t", "read_artifact", {"name": name, "pattern": pattern}))
+        run_one(registry, ToolCall("t", "read_artifact", {"name": name, "pattern": pattern}))
         print(f"{time.monotonic() - started:.3f}")
 """
 

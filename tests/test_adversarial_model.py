@@ -14,6 +14,7 @@ import pytest
 from anthropic.types import Message, TextBlock, ToolUseBlock, Usage
 
 from agent import Agent, tool
+from agent.ext.sessions import Session
 from agent.messages import assistant_message
 from agent.testing import ScriptedLLM, reply, tool_use, validate_request
 
@@ -150,7 +151,7 @@ def test_a_history_ending_in_unanswered_calls_gets_error_results_first() -> None
 def test_a_prompt_with_a_lone_surrogate_is_refused_before_anything_is_spent(tmp_path: Any) -> None:
     llm = ScriptedLLM([])
     with pytest.raises(ValueError, match="lone surrogate"):
-        Agent(llm=llm).run("bad \ud800 text", session=tmp_path / "s.jsonl")
+        Agent(llm=llm).run("bad \ud800 text", extensions=[Session(tmp_path / "s.jsonl")])
     assert llm.requests == [] and not (tmp_path / "s.jsonl").exists()
 
 

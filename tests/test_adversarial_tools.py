@@ -28,14 +28,16 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 from typing_extensions import TypeAliasType
 
-from agent import Agent, ToolCall, ToolRegistry, tool
-from agent.registry import MAX_OUTPUT_CHARS, Tool, safe_text
-from agent.render import MAX_VALUES, renderable
+from agent import Agent, ToolCall, tool
+from agent.ext.sessions import Session
+from agent.render import MAX_VALUES, renderable, safe_text
 from agent.testing import ScriptedLLM, reply, tool_use
+from agent.tool_runs import run_all
+from agent.tools import MAX_OUTPUT_CHARS, Tool, ToolRegistry
 
 
 def run(fn: Tool, arguments: Any = None, **registry: Any) -> tuple[Any, bool]:
-    [outcome] = ToolRegistry([fn], **registry).run_all([ToolCall("1", fn.name, arguments or {})])
+    [outcome] = run_all(ToolRegistry([fn], **registry), [ToolCall("1", fn.name, arguments or {})])
     return outcome.value, outcome.is_error
 
 
@@ -257,7 +259,7 @@ def test_parameters_no_model_could_send_are_refused(fn: Any, says: str) -> None:
 
 @pytest.mark.parametrize("name", ["", "x" * 100_000, None, ["a", "list"], "bad\udc80name", "say\nhi"])
 def test_any_tool_name_from_the_model_is_an_unknown_tool_result(name: Any) -> None:
-    [outcome] = ToolRegistry([tool(_doc)]).run_all([ToolCall("1", name, {})])
+    [outcome] = run_all(ToolRegistry([tool(_doc)]), [ToolCall("1", name, {})])
     assert outcome.is_error and outcome.value.startswith("unknown tool: ")
     assert len(outcome.value) < 200 and sendable(outcome.value)
 
@@ -273,13 +275,13 @@ def test_deep_or_odd_input_is_an_error_result_and_the_tool_cannot_change_the_cal
 
     given = {"data": {"nested": {"list": [1]}}}
     registry = ToolRegistry([grow])
-    first, second = registry.run_all([ToolCall("1", "grow", given), ToolCall("2", "grow", given)])
+    first, second = run_all(registry, [ToolCall("1", "grow", given), ToolCall("2", "grow", given)])
     assert (first.value, second.value) == (1, 1)  # the mutable default is fresh each call
     assert given == {"data": {"nested": {"list": [1]}}}  # the history's tool_use input is untouched
     deep: Any = {}
     for _ in range(10_000):
         deep = {"k": deep}
-    [outcome] = registry.run_all([ToolCall("3", "grow", {"data": deep})])
+    [outcome] = run_all(registry, [ToolCall("3", "grow", {"data": deep})])
     assert outcome.is_error and outcome.value.startswith("invalid input for grow")
 
 
@@ -461,7 +463,7 @@ def test_a_real_interrupt_of_the_main_thread_still_stops_the_run() -> None:
     started = time.monotonic()
     try:
         with pytest.raises(KeyboardInterrupt):
-            ToolRegistry([wait]).run_all([ToolCall("1", "wait", {})])
+            run_all(ToolRegistry([wait]), [ToolCall("1", "wait", {})])
     finally:
         release.set()
     assert time.monotonic() - started < 5  # at once, not when the tool is done
@@ -494,7 +496,7 @@ def test_tools_that_never_finish_time_out_and_the_rest_still_answer() -> None:
     started = time.monotonic()
     calls = [ToolCall(str(i), name, {}) for i, name in enumerate(["stubborn", "blocks_the_loop", "fine"])]
     try:
-        outcomes = ToolRegistry([stubborn, blocks_the_loop, fine]).run_all(calls)
+        outcomes = run_all(ToolRegistry([stubborn, blocks_the_loop, fine]), calls)
     finally:
         stop.set()
     assert time.monotonic() - started < 2
@@ -538,7 +540,9 @@ LOOP_ATTACKS = {
 def test_the_run_survives_every_attack_and_its_requests_stay_encodable(label: str, tmp_path: Path) -> None:
     hostile = tool(name="hostile", description="Hostile.")(LOOP_ATTACKS[label])
     llm = ScriptedLLM([reply(tool_use("hostile", {}, id="h1")), reply("done")])
-    result = Agent(llm=llm, tools=[hostile], artifacts_dir=tmp_path / "a").run("go", session=tmp_path / "s")
+    result = Agent(llm=llm, tools=[hostile], artifacts_dir=tmp_path / "a").run(
+        "go", extensions=[Session(tmp_path / "s")]
+    )
     assert result.text == "done"
     json.dumps(llm.requests[-1], ensure_ascii=False, allow_nan=False).encode("utf-8")
     assert safe_text(llm.requests[-1]).encode("utf-8")

@@ -21,7 +21,8 @@ from agent.context.artifacts import (
     resolve_artifact,
 )
 from agent.context.read_artifact import make_read_artifact, select_json
-from agent.registry import ToolCall, ToolRegistry
+from agent.tool_runs import run_one
+from agent.tools import ToolCall, ToolRegistry
 
 ORDERS = [{"order_id": f"A-{i}", "customer": {"name": f"C{i}"}, "status": "ok"} for i in range(30)]
 
@@ -127,7 +128,7 @@ def stored(tmp_path: Path) -> tuple[Path, str, str]:
 
 def call(root: Path, max_chars: int = 6000, **arguments: object) -> tuple[str, bool]:
     registry = ToolRegistry([make_read_artifact(root, max_chars=max_chars)])
-    outcome = registry.run_one(ToolCall("toolu_x", "read_artifact", arguments))
+    outcome = run_one(registry, ToolCall("toolu_x", "read_artifact", arguments))
     return str(outcome.value), outcome.is_error
 
 

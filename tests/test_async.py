@@ -39,6 +39,8 @@ from agent import (
 )
 from agent.context.cache import strip_cache_control
 from agent.events import Event
+from agent.ext.approval import Approval
+from agent.ext.sessions import Session, aresume, resume
 from agent.llm import LLM
 from agent.state import RunResult, RunState
 from agent.testing import ScriptedLLM, reply, tool_use, validate_request
@@ -82,9 +84,9 @@ class Runner:
 
     def resume(self, agent: Agent, path: Path) -> RunResult:
         if self.mode == "run":
-            return agent.resume(path)
+            return resume(agent, path)
         self._async_model(agent)
-        return asyncio.run(agent.aresume(path))
+        return asyncio.run(aresume(agent, path))
 
 
 @pytest.fixture(params=["run", "arun"])
@@ -246,9 +248,11 @@ def test_an_irreversible_tool_that_times_out_is_not_repeated(runner: Runner, tmp
         reply("ok"),
     ]
     llm = ScriptedLLM(script)
-    agent = Agent(llm=llm, tools=[wire_money], allow=["wire_money"], artifacts_dir=None)
+    agent = Agent(
+        llm=llm, tools=[wire_money], extensions=[Approval(allow=["wire_money"])], artifacts_dir=None
+    )
     try:
-        runner.run(agent, "pay X", session=tmp_path / "s.jsonl")
+        runner.run(agent, "pay X", extensions=[Session(tmp_path / "s.jsonl")])
     finally:
         release.set()
     assert runs == ["X"]
@@ -276,7 +280,8 @@ def test_default_denies_an_irreversible_tool_and_an_approver_can_allow(runner: R
     asked: list[ToolCall] = []
     llm = ScriptedLLM([reply(tool_use("refund", {"order_id": "A1"}, id="r1")), reply("yes")])
     approver = lambda call: asked.append(call) or True  # noqa: E731
-    runner.run(Agent(llm=llm, tools=[refund], artifacts_dir=None, approver=approver), "Refund A1.")
+    agent = Agent(llm=llm, tools=[refund], artifacts_dir=None, extensions=[Approval(approver)])
+    runner.run(agent, "Refund A1.")
     assert done == ["A1"] and [c.id for c in asked] == ["r1"]
 
 
@@ -337,7 +342,8 @@ def refund_agent(llm: LLM, fault: Callable[[], None], counts: dict[str, int], **
         return f"refund R-{order_id} issued"
 
     options.setdefault("artifacts_dir", None)
-    return Agent(llm=llm, tools=[get_order, request_refund], allow=["request_refund"], **options)
+    trusted = [Approval(allow=["request_refund"])]
+    return Agent(llm=llm, tools=[get_order, request_refund], extensions=trusted, **options)
 
 
 @pytest.mark.parametrize(
@@ -362,7 +368,7 @@ def test_a_model_call_that_still_fails_after_retries_ends_typed_and_resumable(
     agent = refund_agent(llm, lambda: sim.inject(**fault, times=2), counts)
     path = tmp_path / "s.jsonl"
     with pytest.raises(ModelCallFailed) as failure:
-        runner.run(agent, "Refund A1.", session=path)
+        runner.run(agent, "Refund A1.", extensions=[Session(path)])
     assert isinstance(failure.value.__cause__, sdk_error)
     assert len(sim.requests) == 4
     partial = failure.value.result
@@ -513,10 +519,12 @@ def test_cancelled_mid_tool_the_session_resumes_without_repeating_the_irreversib
     wire_money = tool(wire_async if kind == "async tool" else wire_sync, name="wire_money", irreversible=True)
     path = tmp_path / "s.jsonl"
     first = ScriptedLLM([reply(tool_use("wire_money", {"to": "X"}, id="w1"))])
-    agent = Agent(llm=first, tools=[wire_money], allow=["wire_money"], artifacts_dir=None)
+    agent = Agent(
+        llm=first, tools=[wire_money], extensions=[Approval(allow=["wire_money"])], artifacts_dir=None
+    )
 
     async def main() -> None:
-        task = asyncio.create_task(agent.arun("pay X", session=path))
+        task = asyncio.create_task(agent.arun("pay X", extensions=[Session(path)]))
         while not started.is_set():
             await asyncio.sleep(0.01)
         task.cancel()
@@ -531,8 +539,10 @@ def test_cancelled_mid_tool_the_session_resumes_without_repeating_the_irreversib
     assert last_event(path)["event"] == "stopped" and last_event(path)["error"] == "CancelledError"
 
     second = ScriptedLLM([reply("I will check whether the payment went out.")])
-    again = Agent(llm=second, tools=[wire_money], allow=["wire_money"], artifacts_dir=None)
-    result = asyncio.run(again.aresume(path))
+    again = Agent(
+        llm=second, tools=[wire_money], extensions=[Approval(allow=["wire_money"])], artifacts_dir=None
+    )
+    result = asyncio.run(aresume(again, path))
     assert wired == ["X"]  # never repeated
     [unknown] = results_of(second.requests[0])
     assert unknown["is_error"] is True and unknown["content"].startswith("outcome unknown: wire_money")
@@ -556,7 +566,7 @@ def test_cancelled_mid_model_call_the_session_resumes_from_the_last_answer(tmp_p
     agent = Agent(llm=SlowSecondCall(), tools=[record], artifacts_dir=None)  # type: ignore[arg-type]
 
     async def main() -> None:
-        task = asyncio.create_task(agent.arun("record a", session=path))
+        task = asyncio.create_task(agent.arun("record a", extensions=[Session(path)]))
         await waiting.wait()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -564,7 +574,7 @@ def test_cancelled_mid_model_call_the_session_resumes_from_the_last_answer(tmp_p
 
     asyncio.run(main())
     assert last_event(path)["event"] == "stopped" and last_event(path)["error"] == "CancelledError"
-    result = Agent(llm=scripted, tools=[record], artifacts_dir=None).resume(path)
+    result = resume(Agent(llm=scripted, tools=[record], artifacts_dir=None), path)
     assert result.text == "done" and calls == ["a"]
     assert validate_request(scripted.requests[-1]) == []
     assert [m["role"] for m in result.messages] == ["user", "assistant", "user", "assistant"]
@@ -691,7 +701,7 @@ def test_ctrl_c_during_run_still_stops_it_at_once_and_records_stopped(tmp_path: 
     started = time.monotonic()
     try:
         with pytest.raises(KeyboardInterrupt):
-            Agent(llm=llm, tools=[wait], artifacts_dir=None).run("go", session=path)
+            Agent(llm=llm, tools=[wait], artifacts_dir=None).run("go", extensions=[Session(path)])
     finally:
         release.set()
     assert time.monotonic() - started < 5

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent import Agent, CostBudgetExceeded, tool
+from agent.ext.sessions import Session, resume
 from agent.testing import ScriptedLLM, reply, tool_use
 from agent.usage import PRICES
 
@@ -100,17 +101,17 @@ def test_a_resumed_run_spends_from_the_same_budget(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     with pytest.raises(CostBudgetExceeded):
         Agent(llm=ScriptedLLM(script_for([bill] * 10)), tools=[work], max_cost_usd=0.30).run(
-            "go", session=path
+            "go", extensions=[Session(path)]
         )
     again = ScriptedLLM(script_for([bill] * 10))
     with pytest.raises(CostBudgetExceeded) as stop:
-        Agent(llm=again, tools=[work], max_cost_usd=0.30).resume(path)
+        resume(Agent(llm=again, tools=[work], max_cost_usd=0.30), path)
     assert again.requests == []  # the resumed run knew what was already spent
     assert stop.value.result is not None
     spent = stop.value.result.usage.cost_usd
     assert spent is not None and 0 < spent <= 0.30
     more = ScriptedLLM(script_for([bill] * 10)[len(stop.value.result.steps) :])
-    result = Agent(llm=more, tools=[work], max_cost_usd=10.0).resume(path)  # a bigger budget goes on
+    result = resume(Agent(llm=more, tools=[work], max_cost_usd=10.0), path)  # a bigger budget goes on
     assert result.text == "all done"
     assert [s.step for s in result.steps] == list(range(1, 11))
     assert result.usage.cost_usd == pytest.approx(10 * cost(bill))

@@ -22,6 +22,7 @@ from agent.context.compact import (
 )
 from agent.context.prune import is_stub
 from agent.context.tokens import Calibration, estimate_tokens, request_tokens
+from agent.ext.approval import Approval
 from agent.messages import Msg
 from agent.testing import ScriptedLLM, reply, tool_use, validate_request
 
@@ -304,7 +305,7 @@ def scripted_agent(steps: int, **options: Any) -> tuple[Agent, ScriptedLLM]:
     llm = options.pop("llm", None) or ScriptedLLM([answer] * (steps * 3))
     options.setdefault("artifacts_dir", None)
     options.setdefault("cache", False)  # ScriptedLLM reports no cache reads
-    options.setdefault("allow", ["refund"])  # trusted here: the approval gate is not under test
+    options.setdefault("extensions", [Approval(allow=["refund"])])  # trusted: the gate is not under test
     agent = Agent(llm=llm, tools=[search, refund], system="You help with refunds.", **options)
     return agent, llm
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import traceback
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -436,109 +435,6 @@ def test_other_languages_stack_traces_keep_exceptions_causes_and_user_frames() -
         "... 41 more",
     ):
         assert kept in out
-
-
-# -- the small-model summary for free text (opt-in) ----------------------------------------
-
-
-PROSE = "\n\n".join(
-    f"Paragraph {i}. The customer wrote again about the delayed shipment of order 4411, asking whether "
-    f"the refund could be issued to the original card instead of store credit, and when it would arrive."
-    for i in range(80)
-)
-
-
-def test_the_summary_is_for_long_free_text_only_cached_and_billed(simulator: object) -> None:
-    from agent.context.summarize import SummaryCache, llm_call, summarize_free_text
-
-    sim = simulator(summarizer=lambda body: "Customer asks: refund order 4411 to the original card; when?")  # type: ignore[operator]
-    call = llm_call(sim.llm(), step=2)
-    cache = SummaryCache()
-    first = summarize_free_text(PROSE, BUDGET, call=call, model="claude-haiku-4-5", cache=cache, pointer=NAME)
-    assert first is not None and not first.cached and len(first.text) <= BUDGET
-    assert first.text.startswith("[summary by claude-haiku-4-5 of") and find_pointer(first.text) == NAME
-    assert "refund order 4411" in first.text
-    assert first.usage.purpose == "tool_summary" and first.usage.output > 0 and first.usage.cost_usd > 0
-    assert len(sim.requests) == 1 and "tools" not in sim.requests[0]
-    again = summarize_free_text(PROSE, BUDGET, call=call, model="claude-haiku-4-5", cache=cache, pointer=NAME)
-    assert again is not None and again.cached and again.usage is None and len(sim.requests) == 1
-    never = [
-        _diff(40),
-        _chained_traceback() * 30,
-        "\n".join(f"key_{i} = value_{i}" for i in range(900)),
-        "\n".join(f"def f_{i}(x):\n    return x + {i}\n" for i in range(400)),
-        json.dumps({f"k{i}": "v" * 20 for i in range(500)}),
-        "\n".join(f"2026-06-01 10:00:{i % 60:02d} ERROR E{i:04d} request failed" for i in range(400)),
-    ]
-    for text in never:
-        assert summarize_free_text(text, BUDGET, call=call, model="claude-haiku-4-5", cache=cache) is None
-    assert len(sim.requests) == 1, "no model call for code, diffs, config, traces, JSON or error logs"
-
-
-def test_a_failed_summary_falls_back_to_the_rules() -> None:
-    from agent.context.summarize import summarize_free_text
-
-    def broken(model: str, prompt: str) -> tuple[str, object]:
-        raise RuntimeError("budget exhausted")
-
-    assert summarize_free_text(PROSE, BUDGET, call=broken, model="claude-haiku-4-5") is None
-
-
-def test_summarize_with_runs_through_the_agent_budgeted_logged_and_cached(
-    simulator: object, tmp_path: Path
-) -> None:
-    """`summarize_with=` on a live run (the simulator over HTTP): long prose from a tool is read as a
-    small model's summary, with the full text behind its pointer; the call is billed as
-    "tool_summary" in the usage log, the same text again costs nothing, and code is never sent."""
-    from agent import Agent, tool
-    from agent.testing.policies import call, latest_results, scripted
-
-    @tool
-    def ticket(id: str) -> str:
-        """The support ticket with this id, verbatim."""
-        return PROSE
-
-    @tool
-    def source(path: str) -> str:
-        """A source file."""
-        return "\n".join(f"def f_{i}(x):\n    return x + {i}\n" for i in range(400))
-
-    def reading(body: dict[str, Any]) -> list[str]:
-        return [r.text for r in latest_results(body)]
-
-    seen: list[list[str]] = []
-
-    def second(body: dict[str, Any]) -> list[dict[str, Any]]:
-        seen.append(reading(body))
-        return [call("ticket", id="T-2"), call("source", path="a.py")]
-
-    def answer(body: dict[str, Any]) -> str:
-        seen.append(reading(body))
-        return "done"
-
-    sim = simulator(  # type: ignore[operator]
-        scripted(
-            [call("ticket", id="T-1")], second, answer
-        ),
-        summarizer=lambda body: "Customer asks: refund order 4411 to the original card; when?",
-    )
-    log = tmp_path / "usage.jsonl"
-    agent = Agent(
-        llm=sim.llm(), tools=[ticket, source], summarize_with="claude-haiku-4-5",
-        artifacts_dir=tmp_path / "artifacts", usage_log=log, max_cost_usd=5.0,
-    )
-    result = agent.run("What does the customer want?")
-    assert result.text == "done"
-    summaries = [r for r in sim.requests if "tools" not in r]
-    assert len(summaries) == 1 and summaries[0]["model"] == "claude-haiku-4-5"
-    [first_ticket], [second_ticket, code] = seen
-    assert first_ticket == second_ticket, "the same text again: the cached summary, no second call"
-    assert second_ticket.startswith("[summary by claude-haiku-4-5") and "refund order 4411" in second_ticket
-    assert find_pointer(second_ticket) and len(second_ticket) <= agent.compress_threshold
-    assert code.startswith("def f_0") and "summary by" not in code  # code goes to the rules
-    billed = [json.loads(line) for line in log.read_text().splitlines()]
-    assert [b["purpose"] for b in billed].count("tool_summary") == 1
-    assert any(u.purpose == "tool_summary" and u.cost_usd for u in result.usage.steps)
 
 
 def test_text_that_looks_like_the_binary_marker_is_still_text() -> None:

@@ -132,7 +132,7 @@ def test_the_output_is_the_same_under_any_hash_seed() -> None:
 def test_only_prose_would_go_to_the_small_model() -> None:
     """Of 75 real outputs, the opt-in summary takes the two licence texts and nothing else:
     no code, diff, log, table, trace, config, JSON or encoded data."""
-    from agent.context.summarize import is_free_text
+    from agent.ext.summaries.summarize import is_free_text
 
     chosen = sorted(name for name, text, _ in corpus.stored() if is_free_text(text))
     assert chosen == ["prose/Apache-2", "prose/GPL-3"]

@@ -1,4 +1,4 @@
-"""Durable runs on DBOS (`agent.durable`), on SQLite in this process and on a real Postgres
+"""Durable runs on DBOS (`agent.ext.durable`), on SQLite in this process and on a real Postgres
 with worker processes, one of them SIGKILLed in the middle of an irreversible call.
 
 Skipped when the `scale` extra (dbos) is not installed; the core never imports it.
@@ -24,7 +24,8 @@ pytest.importorskip("dbos")
 from dbos import DBOS
 
 from agent import Agent, tool
-from agent.durable import (
+from agent.errors import StepBudgetExceeded
+from agent.ext.durable import (
     LocalPostgres,
     RunClient,
     enqueue_run,
@@ -35,8 +36,7 @@ from agent.durable import (
     shutdown,
     start_run,
 )
-from agent.durable.calls import RATE_GATE
-from agent.errors import StepBudgetExceeded
+from agent.ext.durable.calls import RATE_GATE
 from agent.messages import blocks, content_text
 from agent.testing.simulator import MessagesSimulator
 
@@ -289,14 +289,14 @@ def gated_policy(body: Mapping[str, Any]) -> Any:
 
 
 class Worker:
-    """A `python -m agent.durable.worker` process serving `tests.durable_agents`."""
+    """A `python -m agent.ext.durable.worker` process serving `tests.durable_agents`."""
 
     def __init__(self, db: str, executor_id: str, env: dict[str, str], log: Path) -> None:
         self.log = log
         command = [
             sys.executable,
             "-m",
-            "agent.durable.worker",
+            "agent.ext.durable.worker",
             "--db",
             db,
             "--agents",

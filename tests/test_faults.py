@@ -21,9 +21,11 @@ import anthropic
 import pytest
 
 from agent import MODELS, Agent, AgentError, ModelCallFailed, tool
-from agent.registry import MAX_OUTPUT_CHARS
+from agent.ext.approval import Approval
+from agent.ext.sessions import Session, resume
 from agent.testing import ScriptedLLM, reply, tool_use, validate_request
 from agent.testing.simulator import MessagesSimulator
+from agent.tools import MAX_OUTPUT_CHARS
 from agent.usage import cost_of
 
 Simulator = Callable[..., MessagesSimulator]
@@ -64,7 +66,8 @@ def refund_agent(llm: Any, fault: Callable[[], None], counts: dict[str, int]) ->
         fault()
         return f"refund R-{order_id} issued"
 
-    return Agent(llm=llm, tools=[get_order, request_refund], allow=["request_refund"], artifacts_dir=None)
+    trusted = [Approval(allow=["request_refund"])]
+    return Agent(llm=llm, tools=[get_order, request_refund], extensions=trusted, artifacts_dir=None)
 
 
 FAULTS: dict[str, tuple[dict[str, Any], type[Exception], bool]] = {
@@ -92,7 +95,7 @@ def test_a_model_call_that_still_fails_after_retries_ends_typed_and_resumable(
     path = tmp_path / "s.jsonl"
 
     with pytest.raises(ModelCallFailed) as failure:
-        agent.run("Refund A1.", session=path)
+        agent.run("Refund A1.", extensions=[Session(path)])
 
     assert isinstance(failure.value.__cause__, sdk_error)
     assert len(sim.requests) == 2 + tries  # steps 1 and 2, then every try of step 3
@@ -106,7 +109,7 @@ def test_a_model_call_that_still_fails_after_retries_ends_typed_and_resumable(
     last = json.loads(path.read_text().splitlines()[-1])
     assert last["event"] == "stopped" and last["error"] == "ModelCallFailed"
 
-    resumed = refund_agent(sim.llm(), lambda: None, counts).resume(path)
+    resumed = resume(refund_agent(sim.llm(), lambda: None, counts), path)
     assert resumed.text == "A1 is refunded." and resumed.stop_reason == "end_turn"
     assert counts == {"get_order": 1, "request_refund": 1}  # nothing ran twice
     assert sim.rejected == []  # every request, before and after, was valid
@@ -170,7 +173,9 @@ def test_an_irreversible_tool_that_times_out_is_not_repeated(tmp_path: Path) -> 
     ]
     llm = ScriptedLLM(script)
     try:
-        Agent(llm=llm, tools=[wire_money], allow=["wire_money"]).run("pay X", session=tmp_path / "s.jsonl")
+        Agent(llm=llm, tools=[wire_money], extensions=[Approval(allow=["wire_money"])]).run(
+            "pay X", extensions=[Session(tmp_path / "s.jsonl")]
+        )
     finally:
         release.set()
     assert runs == ["X"]  # it may still be running: retrying it could pay twice
@@ -197,7 +202,7 @@ def test_a_tool_returning_megabytes_is_bounded_in_memory_history_and_session(
     path = tmp_path / "s.jsonl"
     tracemalloc.start()
     try:
-        Agent(llm=llm, tools=[dump], artifacts_dir=None).run("dump it", session=path)
+        Agent(llm=llm, tools=[dump], artifacts_dir=None).run("dump it", extensions=[Session(path)])
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()

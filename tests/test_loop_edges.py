@@ -124,8 +124,8 @@ def test_budget_assumes_a_cache_write_when_caching_is_on() -> None:
     state = RunState(messages=[])
     cached = Agent(llm=ScriptedLLM([]), max_cost_usd=0.22)
     with pytest.raises(CostBudgetExceeded):
-        check_budgets(cached, request, state)
-    check_budgets(Agent(llm=ScriptedLLM([]), max_cost_usd=0.22, cache=False), request, state)
+        check_budgets(request, state, cached.budget_policy())
+    check_budgets(request, state, Agent(llm=ScriptedLLM([]), max_cost_usd=0.22, cache=False).budget_policy())
 
 
 def test_a_dollar_budget_needs_a_price_for_the_summarizer_too_and_prices_what_was_asked_for() -> None:

@@ -14,8 +14,9 @@ from agent import Agent, tool
 from agent.context.cache import strip_cache_control
 from agent.memory import MEMORY_NOTE_PREFIX, Memory, latest_memory_note, with_memory_note
 from agent.messages import Msg
-from agent.registry import ToolCall, ToolRegistry
 from agent.testing import ScriptedLLM, reply, tool_use, validate_request
+from agent.tool_runs import run_all
+from agent.tools import ToolCall, ToolRegistry
 from tools import memory_tools
 
 
@@ -59,7 +60,7 @@ def test_parallel_writes_from_tool_threads_all_land(tmp_path: Path) -> None:
     memory = Memory(tmp_path / "m.json")
     registry = ToolRegistry(memory_tools(memory))
     calls = [ToolCall(f"w{i}", "memory_write", {"key": f"k{i}", "value": str(i)}) for i in range(20)]
-    outcomes = registry.run_all(calls)
+    outcomes = run_all(registry, calls)
     assert not any(o.is_error for o in outcomes)
     assert Memory(tmp_path / "m.json").items() == {f"k{i}": str(i) for i in range(20)}
 
@@ -67,7 +68,7 @@ def test_parallel_writes_from_tool_threads_all_land(tmp_path: Path) -> None:
 def test_tools_report_a_missing_key_as_an_error_result_naming_the_keys() -> None:
     memory = Memory(initial={"order_id": "A-17"})
     registry = ToolRegistry(memory_tools(memory))
-    [ok, missing] = registry.run_all(
+    [ok, missing] = run_all(registry,
         [ToolCall("r1", "memory_read", {"key": "order_id"}), ToolCall("r2", "memory_read", {"key": "x"})]
     )
     assert ok.value == "A-17" and not ok.is_error

@@ -1,16 +1,15 @@
-"""The incremental bookkeeping gives exactly the answers of the full computation.
+"""The step's bookkeeping gives exactly the answers of the plain, full computation.
 
 Token estimates, thinking ledgers, prefix-guard reasons, pruning decisions and tool
-declarations are now remembered between steps (by object identity, by the prefix a
-history shares with the last one, per registry, per input model). Each property below
-walks a random run step by step (appends, pruning batches, compactions, cache markers
-on copies, messages replaced by equal-looking ones) and compares every answer with the
-uncached reference written out here: the code as it was before the caches.
+declarations are asked about at every step. Each property below walks a random run step
+by step (appends, pruning batches, compactions, cache markers on copies, messages
+replaced by equal-looking ones) and compares every answer with the reference written out
+here: the plain computation over the whole history. (Edits in place:
+`tests/context/test_no_stale_memos.py`.)
 """
 
 from __future__ import annotations
 
-import contextvars
 import copy
 import json
 import math
@@ -30,7 +29,6 @@ from agent.context.artifacts import find_pointer, marker
 from agent.context.cache import mark_breakpoints, strip_cache_control
 from agent.context.compact import compact
 from agent.context.guard import PrefixGuard, prefix_changes, same_ignoring_cache_control
-from agent.context.memo import IdentityCache, PrefixMemo, memoized
 from agent.context.prune import (
     _names_by_id,
     _prunable,
@@ -44,8 +42,8 @@ from agent.context.prune import (
 )
 from agent.context.report import newly_pruned
 from agent.context.tokens import Calibration, estimate_tokens
+from agent.ext.sessions import Session, resume
 from agent.messages import Msg, blocks, content_text, tool_names_by_id
-from agent.registry import ToolRegistry
 from agent.schema import json_schema
 from agent.usage import RunUsage, Usage
 
@@ -59,7 +57,7 @@ PROFILE = settings(
 )
 
 
-# -- the uncached references (the code before the caches) ----------------------------
+# -- the references (the plain, full computation) -----------------------------------
 
 
 def reference_estimate(value: Any) -> int:
@@ -456,32 +454,9 @@ def test_the_guard_still_warns_on_a_history_rewritten_every_step() -> None:
 # -- invalidation ------------------------------------------------------------------------
 
 
-def test_declarations_are_built_once_and_again_when_the_tools_change() -> None:
-    @tool
-    def search(query: str) -> str:
-        """Search.
-
-        Args:
-            query: what to look for.
-        """
-        return query
-
-    @tool
-    def fetch(page: int = 1) -> str:
-        """Fetch a page."""
-        return str(page)
-
-    registry = ToolRegistry([search])
-    first = registry.declarations()
-    assert first == [t.declaration() for t in registry]
-    assert registry.declarations() == first and registry.declarations() is not first
-    assert registry.declarations()[0] is first[0]  # not built again
-    registry.add(fetch)
-    assert [d["name"] for d in registry.declarations()] == ["fetch", "search"]
-    assert registry.declarations() == [t.declaration() for t in registry]
 
 
-def test_input_schemas_are_built_once_and_handed_out_as_copies() -> None:
+def test_input_schemas_are_handed_out_as_independent_copies() -> None:
     @tool
     def lookup(customer_id: str, limit: int = 5) -> str:
         """Look a customer up.
@@ -498,40 +473,6 @@ def test_input_schemas_are_built_once_and_handed_out_as_copies() -> None:
     handed["additionalProperties"] = True
     assert json_schema(lookup.input_model) == expected
     assert expected["additionalProperties"] is False and "title" not in expected
-
-
-def test_caches_answer_the_same_after_they_roll_over() -> None:
-    cache = IdentityCache(size=3)
-    objects = [{"n": i} for i in range(10)]
-    for obj in objects:
-        cache.put(obj, obj["n"])
-    found = [hit[1] if hit is not None else None for hit in cache.lookup(objects)]
-    assert found[-3:] == [7, 8, 9] and all(v in (None, i) for i, v in enumerate(found))
-    memo = PrefixMemo(keep=2)
-    calls: list[Any] = []
-
-    def value(item: Any) -> Any:
-        calls.append(item)
-        return item["n"] * 2
-
-    assert memoized(memo, objects, value) == [2 * i for i in range(10)]
-    assert memoized(memo, objects[:5], value) == [0, 2, 4, 6, 8] and len(calls) == 10  # all remembered
-    changed = [*objects[:4], {"n": 100}, *objects[5:]]
-    assert memoized(memo, changed, value) == [0, 2, 4, 6, 200, 10, 12, 14, 16, 18]
-    assert calls[10:] == changed[4:]  # from the first replaced item on
-
-
-@pytest.mark.parametrize("size", [1, 2, 5])
-def test_estimates_stay_exact_with_tiny_caches(monkeypatch: pytest.MonkeyPatch, size: int) -> None:
-    monkeypatch.setattr(tokens, "_CHARS", IdentityCache(size=size))
-    monkeypatch.setattr(tokens, "_LISTS", PrefixMemo(keep=1))
-    history: list[Msg] = [{"role": "user", "content": "go"}]
-    for n in range(40):
-        history = [*history, {"role": "assistant", "content": f"step {n}"}, {"role": "user", "content": "ok"}]
-        if n % 9 == 0:
-            history = [{"role": "user", "content": f"summary {n}"}, *history[1:]]
-        request = request_for(history, TOOL_DECLARATIONS)
-        assert estimate_tokens(request) == reference_estimate(request)
 
 
 def test_a_stub_left_by_pruning_settles_its_turn() -> None:
@@ -627,7 +568,7 @@ def test_running_usage_totals_equal_the_full_sums_whatever_happens_to_the_list(
 def test_a_resumed_run_checks_its_cost_budget_against_the_whole_run(tmp_path: Any) -> None:
     from agent import Agent
     from agent.errors import CostBudgetExceeded, StepBudgetExceeded
-    from agent.session import read_session
+    from agent.ext.sessions import read_session
     from agent.testing import ScriptedLLM, reply, tool_use
 
     @tool
@@ -644,14 +585,14 @@ def test_a_resumed_run_checks_its_cost_budget_against_the_whole_run(tmp_path: An
     path = tmp_path / "s.jsonl"
     with pytest.raises(StepBudgetExceeded):
         Agent(llm=ScriptedLLM(script[:2]), tools=[note], max_steps=2, artifacts_dir=None).run(
-            "go", session=path
+            "go", extensions=[Session(path)]
         )
     spent_before = sum(u.cost_usd or 0 for u in read_session(path).usage)
     assert spent_before > 0
     budget = spent_before + 0.5  # the next call's worst case passes this only if the earlier spend counts
     agent = Agent(llm=ScriptedLLM(script[2:]), tools=[note], max_cost_usd=budget, artifacts_dir=None)
     with pytest.raises(CostBudgetExceeded) as stopped:
-        agent.resume(path)
+        resume(agent, path)
     assert stopped.value.result.usage.priced_cost_usd == pytest.approx(
         sum(u.cost_usd or 0 for u in stopped.value.result.usage.steps)
     )
@@ -717,54 +658,8 @@ def test_run_times_out_a_hung_sync_tool_and_the_others_still_answer() -> None:
     assert blocks_[1]["content"] == "quick"
 
 
-def test_worker_threads_are_reused_and_give_each_call_a_fresh_context() -> None:
-    from agent.workers import Workers
-
-    pool = Workers(idle_seconds=5)
-    var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
-    seen: list[tuple[int, str]] = []
-    done = threading.Semaphore(0)
-
-    def job(value: str) -> None:
-        seen.append((threading.get_ident(), var.get()))
-        var.set(value)
-        done.release()
-
-    for n in range(20):
-        pool.start(job, f"v{n}")
-        assert done.acquire(timeout=5)
-        while pool.idle == 0:  # the worker goes back to rest just after the job
-            time.sleep(0.001)
-    assert len({ident for ident, _ in seen}) == 1  # one thread served all twenty, one after another
-    assert all(value == "unset" for _, value in seen)  # nothing one call set leaked into the next
-
-    gate = threading.Event()
-    idents: list[int] = []
-
-    def blocked() -> None:
-        idents.append(threading.get_ident())
-        gate.wait(5)
-
-    pool.start(blocked)
-    pool.start(blocked)  # the only idle thread is busy: a second one starts, no queueing
-    deadline = time.monotonic() + 5
-    while len(idents) < 2 and time.monotonic() < deadline:
-        time.sleep(0.005)
-    gate.set()
-    assert len(set(idents)) == 2
 
 
-def test_idle_workers_retire() -> None:
-    from agent.workers import Workers
-
-    pool = Workers(idle_seconds=0.05)
-    done = threading.Event()
-    pool.start(done.set)
-    assert done.wait(5)
-    deadline = time.monotonic() + 5
-    while pool.idle and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert pool.idle == 0
 
 
 def test_ctrl_c_inside_a_blocking_model_call_stops_run_at_once(tmp_path: Any) -> None:
@@ -785,20 +680,20 @@ def test_ctrl_c_inside_a_blocking_model_call_stops_run_at_once(tmp_path: Any) ->
     threading.Timer(0.2, signal.pthread_kill, (main, signal.SIGINT)).start()
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        Agent(llm=SlowLLM(), artifacts_dir=None).run("go", session=path)
+        Agent(llm=SlowLLM(), artifacts_dir=None).run("go", extensions=[Session(path)])
     assert time.monotonic() - started < 2.5
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert lines[-1]["event"] == "stopped"
 
 
-def test_a_message_marked_twice_is_the_same_copy_and_the_original_stays_unmarked() -> None:
+def test_a_message_marked_twice_is_marked_alike_and_the_original_stays_unmarked() -> None:
     first = {"role": "user", "content": [{"type": "text", "text": "a"}]}
     second = {"role": "assistant", "content": "b"}
     history = [first, second]
     a = mark_breakpoints({"system": "s", "messages": history}, "5m")
     b = mark_breakpoints({"system": "s", "messages": history}, "5m")
     c = mark_breakpoints({"system": "s", "messages": history}, "1h")
-    assert a["messages"][1] is b["messages"][1] and a["system"][0] is b["system"][0]
+    assert json.dumps(a) == json.dumps(b)
     assert c["messages"][1]["content"][-1]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
     assert a["messages"][1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
     assert "cache_control" not in json.dumps(history)
@@ -808,8 +703,8 @@ def test_a_message_marked_twice_is_the_same_copy_and_the_original_stays_unmarked
 
 
 def test_fingerprints_are_remembered_per_call_only() -> None:
-    from agent.registry import ToolCall
-    from agent.session_format import Ledger, fingerprint
+    from agent.ext.approval.ledger import Ledger, fingerprint
+    from agent.tools import ToolCall
 
     ledger = Ledger()
     call = ToolCall("t1", "refund", {"order": "A1"})
@@ -830,77 +725,9 @@ def test_the_request_estimate_follows_a_request_changed_in_place() -> None:
     assert estimate_tokens(request) == reference_estimate(request)
 
 
-# -- the request built once a step (`agent.context.built_once`) ---------------------------
-
-
-def _finisher(calls: list[dict[str, Any]]) -> Any:
-    def finish(request: dict[str, Any]) -> dict[str, Any]:
-        calls.append(request)
-        return mark_breakpoints(request)
-
-    return finish
-
-
-def test_an_identical_request_gets_the_kept_body_once_and_anything_else_is_built_afresh() -> None:
-    from agent.context.built_once import built_once
-
-    history: list[Msg] = [
-        {"role": "user", "content": [{"type": "text", "text": "Audit."}]},
-        {"role": "assistant", "content": [{"type": "text", "text": "On it."}]},
-        {"role": "user", "content": [{"type": "text", "text": "Go on."}]},
-    ]
-
-    def build(messages: list[Msg], **extra: Any) -> dict[str, Any]:
-        return {"model": "claude-opus-5", "max_tokens": 1000, "messages": messages, **extra}
-
-    kept: list[Any] = []
-    calls: list[dict[str, Any]] = []
-    first = built_once(kept, build(list(history)), _finisher(calls))
-    assert built_once(kept, build(list(history)), _finisher(calls)) is first and len(calls) == 1
-    again = built_once(kept, build(list(history)), _finisher(calls))  # handed out once only
-    assert again is not first and again == first and len(calls) == 2
-    variants = [
-        build([*history[:2], copy.deepcopy(history[2])]),  # an equal message, not the same dict
-        build(list(history[:2])),
-        build(list(history), thinking={"type": "enabled", "budget_tokens": 1024}),
-        {"max_tokens": 1000, "model": "claude-opus-5", "messages": list(history)},  # key order
-        build(list(history), metadata={"n": True}),  # equal to {"n": 1}, not the same JSON
-        build(list(history), metadata={"n": 1, "m": 1}),
-        build(list(history), metadata={"m": 1, "n": 1}),
-        {
-            "model": "claude-opus-5",
-            "max_tokens": 1000.0,
-            "messages": list(history),
-            "metadata": {"m": 2, "n": 1},
-        },
-    ]
-    built_once(kept, build(list(history), metadata={"n": 1}), _finisher(calls))
-    for variant in variants:  # each differs from the request kept just before it
-        count = len(calls)
-        body = built_once(kept, variant, _finisher(calls))
-        assert len(calls) == count + 1 and body == mark_breakpoints(variant)
-
-
-def test_a_kept_body_its_first_holder_edited_is_not_handed_out() -> None:
-    from agent.context.built_once import built_once
-
-    request = {"model": "claude-opus-5", "max_tokens": 1000, "messages": [{"role": "user", "content": "x"}]}
-    for edit in (
-        lambda body: body.__setitem__("metadata", {"user_id": "u"}),
-        lambda body: body.__setitem__("max_tokens", 5),
-        lambda body: body["messages"].append({"role": "assistant", "content": "y"}),
-    ):
-        kept: list[Any] = []
-        calls: list[dict[str, Any]] = []
-        edit(built_once(kept, dict(request), _finisher(calls)))
-        assert built_once(kept, dict(request), _finisher(calls)) == mark_breakpoints(request)
-        assert len(calls) == 2
-
-
 def test_each_step_sends_the_request_its_final_history_makes() -> None:
     """The history policy measures a request, then the history changes (a note added after
-    measuring): what is sent must be built from the final history, never the measured one;
-    when nothing changed, what is sent is the very body that was measured."""
+    measuring): what is sent must be built from the final history, never the measured one."""
     from agent import Agent
     from agent.state import RunState
     from agent.testing import ScriptedLLM, reply, tool_use
@@ -937,10 +764,10 @@ def test_each_step_sends_the_request_its_final_history_makes() -> None:
     for step, sent in enumerate(llm.requests, start=1):
         measured_body, sent_body = measured[2 * step - 2], measured[2 * step - 1]
         assert sent == sent_body and json.dumps(sent).count("(note)") == step // 2
-        assert (sent_body is measured_body) == (step % 2 == 1)
+        assert (json.dumps(sent_body) == json.dumps(measured_body)) == (step % 2 == 1)
 
 
-# -- deferred tools left out of the estimate, without reading the whole history each time --
+# -- deferred tools left out of the estimate until a tool_reference loads them --------------
 
 
 def reference_unloaded(request: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -964,10 +791,24 @@ DEFERRED = [
 
 def _loading_turn(number: int, names: list[int]) -> Msg:
     refs = [{"type": "tool_reference", "tool_name": f"tool_{n}"} for n in names]
+    if number % 3 == 2:  # the server's own search: its result holds the references under a key
+        found = {"type": "tool_search_tool_search_result", "tool_references": refs}
+        return {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_search_tool_result", "tool_use_id": f"srvtoolu_{number}", "content": found}
+            ],
+        }
     return {
         "role": "user",
         "content": [{"type": "tool_result", "tool_use_id": f"toolu_{number}", "content": refs}],
     }
+
+
+def reference_prompt_estimate(request: Mapping[str, Any]) -> int:
+    unloaded = reference_unloaded(request)
+    raw = reference_estimate(request)
+    return raw - reference_estimate(unloaded) if unloaded else raw
 
 
 @PROFILE
@@ -986,9 +827,9 @@ def test_deferred_tools_loaded_are_found_as_a_full_scan_finds_them(
     actions: list[tuple[str, list[int], int]],
 ) -> None:
     """A history that grows, has a message replaced by one that loads other tools, loses its
-    head to a compaction or is rebuilt: the remembered per-message answers must stay exact."""
-    from agent.context.tokens import _loads
-    from agent.tool_search.deferral import unloaded_deferred
+    head to a compaction or is rebuilt: the deferred declarations no reference loads are left
+    out of the prompt estimate, and only those."""
+    from agent.context.tokens import prompt_estimate
 
     history: list[Msg] = [{"role": "user", "content": "find tools"}] * 1
     for number, (action, names, where) in enumerate(actions):
@@ -1001,10 +842,8 @@ def test_deferred_tools_loaded_are_found_as_a_full_scan_finds_them(
             history = history[2:]
         else:
             history = copy.deepcopy(history)
-        padded = [*([{"role": "user", "content": "x"}] * 16), *history]  # long enough to be remembered
+        padded = [*([{"role": "user", "content": "x"}] * 16), *history]  # a longer history
         for messages in (history, padded):
-            request = {"tools": DEFERRED, "messages": messages}
-            expected = reference_unloaded(request)
-            assert unloaded_deferred(request, _loads) == expected
-            assert unloaded_deferred(request, _loads) == expected  # from the memory now
-            assert unloaded_deferred(request) == expected
+            request = {"tools": [*TOOL_DECLARATIONS, *DEFERRED], "messages": messages}
+            assert prompt_estimate(request) == reference_prompt_estimate(request)
+            assert prompt_estimate(request) == prompt_estimate(copy.deepcopy(request))

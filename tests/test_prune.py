@@ -9,10 +9,10 @@ from typing import Any
 
 from agent import Agent, tool
 from agent.context.artifacts import find_pointer, read_artifact_text
-from agent.context.prune import STUB_PREFIX, is_stub, policies, prunable_turns, prune
+from agent.context.prune import STUB_PREFIX, is_stub, prunable_turns, prune
 from agent.messages import Msg
-from agent.registry import ToolRegistry
 from agent.testing import ScriptedLLM, reply, tool_use, validate_request
+from agent.tools import ToolRegistry
 
 BIG = "x" * 2000
 
@@ -101,7 +101,10 @@ def test_never_prune_and_irreversible_results_are_kept_verbatim() -> None:
         """
         return ""
 
-    _, protected = policies(ToolRegistry([read_spec, refund]))
+    tools = ToolRegistry([read_spec, refund])
+    protected = frozenset(
+        t.name for t in tools if t.irreversible or t.never_prune
+    ).__contains__  # as the agent does
     messages = history(turn(0, "read_spec"), turn(1, "refund"), turn(2, "search"), turn(3), turn(4))
     pruned = prune(messages, keep_recent=1, protected=protected)
     assert result_content(pruned, 2) == BIG

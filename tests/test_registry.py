@@ -12,9 +12,11 @@ from typing import Literal
 
 import pytest
 
-from agent import Tool, ToolCall, ToolRegistry, tool
-from agent.registry import safe_text
+from agent import Tool, ToolCall, tool
+from agent.render import safe_text
 from agent.schema import parse_docstring
+from agent.tool_runs import run_all
+from agent.tools import ToolRegistry
 
 
 @tool(keep=["id", "customer.name"], never_prune=True, compress=False, timeout=5)
@@ -97,7 +99,7 @@ def test_unknown_tool_invalid_input_and_exception_become_error_results() -> None
         raise RuntimeError(f"boom {x}")
 
     registry = ToolRegistry([lookup, explode])
-    unknown, invalid, failed, ok = registry.run_all(
+    unknown, invalid, failed, ok = run_all(registry,
         [
             ToolCall("1", "nope", {}),
             ToolCall("2", "lookup", {"limit": "many", "mode": "slow", "extra": 1}),
@@ -123,7 +125,7 @@ def test_calls_run_in_parallel_and_come_back_in_call_order() -> None:
         return tag
 
     registry = ToolRegistry([wait])
-    outcomes = registry.run_all(
+    outcomes = run_all(registry,
         [
             ToolCall(str(i), "wait", {"tag": tag, "delay": d})
             for i, (tag, d) in enumerate([("a", 0.2), ("b", 0.0), ("c", 0.1)])
@@ -155,7 +157,7 @@ def test_timeouts_become_error_results_for_sync_and_async_tools() -> None:
         return n * 2
 
     started = time.monotonic()
-    outcomes = ToolRegistry([hang, slow_async, quick_async]).run_all(
+    outcomes = run_all(ToolRegistry([hang, slow_async, quick_async]),
         [ToolCall("1", "hang", {}), ToolCall("2", "slow_async", {}), ToolCall("3", "quick_async", {"n": 21})]
     )
     release.set()
@@ -236,7 +238,7 @@ def test_any_return_value_becomes_a_renderable_result(label: str) -> None:
         """Returns something awkward."""
         return value
 
-    [outcome] = ToolRegistry([hostile]).run_all([ToolCall("1", "hostile", {})])
+    [outcome] = run_all(ToolRegistry([hostile]), [ToolCall("1", "hostile", {})])
     assert not outcome.is_error  # it ran: for an irreversible tool, an error would invite a repeat
     assert expected(outcome.value), outcome.value
     # what the session and the request encoder do with it must work (they crashed on all of these)
@@ -253,7 +255,7 @@ def test_plain_results_come_back_as_the_very_object() -> None:
         """Returns rows."""
         return rows
 
-    [outcome] = ToolRegistry([listing]).run_all([ToolCall("1", "listing", {})])
+    [outcome] = run_all(ToolRegistry([listing]), [ToolCall("1", "listing", {})])
     assert outcome.value is rows
 
 
@@ -264,7 +266,7 @@ def test_positional_only_parameters_are_passed_by_position() -> None:
         return f"{label}{base**exponent}"
 
     call = ToolCall("1", "power", {"base": 3, "exponent": 3, "label": "="})
-    [outcome] = ToolRegistry([power]).run_all([call])
+    [outcome] = run_all(ToolRegistry([power]), [call])
     assert (outcome.value, outcome.is_error) == ("=27", False)
 
 
@@ -302,7 +304,7 @@ def test_partial_and_callable_objects_are_tools_named_after_what_they_wrap() -> 
     # the partial's bound arguments are not the model's to set (or even see)
     assert list(hello.declaration()["input_schema"]["properties"]) == ["name"]
     registry = ToolRegistry([hello, counter, renamed])
-    outcomes = registry.run_all(
+    outcomes = run_all(registry,
         [
             ToolCall("1", "_greet", {"name": "Ada"}),
             ToolCall("2", "_Counter", {"text": "one two three"}),
@@ -335,7 +337,7 @@ def test_a_default_holding_a_title_key_is_declared_as_it_is() -> None:
     ],
 )
 def test_input_that_is_not_an_object_is_an_error_result(given: object, named: str) -> None:
-    [outcome] = ToolRegistry([lookup]).run_all([ToolCall("1", "lookup", given)])  # type: ignore[arg-type]
+    [outcome] = run_all(ToolRegistry([lookup]), [ToolCall("1", "lookup", given)])  # type: ignore[arg-type]
     assert outcome.is_error
     expected = f"invalid input for lookup: the input must be a JSON object of named arguments, not {named}"
     assert outcome.value == expected

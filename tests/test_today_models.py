@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
-from agent import Agent, TokenBudgetExceeded, read_session, tool
+from agent import Agent, TokenBudgetExceeded, tool
 from agent.context.compact import transcript
 from agent.context.thinking import first_rewrite, strip_thinking_from, thinking_blocks
 from agent.context.tokens import signature_key
 from agent.events import Event
+from agent.ext.sessions import Session, read_session
 from agent.models import MODELS, ModelInfo, Price, refine_from_capabilities
 from agent.testing import ScriptedLLM, reply, tool_use
 from agent.usage import Usage
@@ -333,7 +334,7 @@ def test_the_hidden_length_of_thinking_counts_in_every_estimate(tmp_path: Any) -
     agent = Agent(llm=ScriptedLLM([long_thought, reply("done")]), tools=[lookup], artifacts_dir=None,
                   max_input_tokens=3_000)  # room for two small requests, not for 5,000 hidden tokens
     with pytest.raises(TokenBudgetExceeded):
-        agent.run("go", session=tmp_path / "run.jsonl")
+        agent.run("go", extensions=[Session(tmp_path / "run.jsonl")])
     saved = read_session(tmp_path / "run.jsonl")
     assert saved.calibration["hidden"] == {signature_key("sig-deep"): 5_000}  # a resume knows it too
 

@@ -6,12 +6,14 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from agent import AnthropicLLM, ToolCall, ToolRegistry
+from agent import AnthropicLLM, ToolCall
+from agent.tool_runs import run_all
+from agent.tools import ToolRegistry
 from tools import calculator, make_current_time, word_count
 
 
 def run(registry: ToolRegistry, name: str, **args: object) -> tuple[object, bool]:
-    [outcome] = registry.run_all([ToolCall("1", name, args)])
+    [outcome] = run_all(registry, [ToolCall("1", name, args)])
     return outcome.value, outcome.is_error
 
 

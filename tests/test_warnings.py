@@ -11,6 +11,7 @@ from typing import TypedDict
 import pytest
 
 from agent import Agent, tool
+from agent.ext.approval import Approval
 from agent.models import MODELS
 from agent.testing import ScriptedLLM, reply, tool_use
 
@@ -87,7 +88,9 @@ def run_one_call(caplog: pytest.LogCaptureFixture, name: str, arguments: dict[st
 
 def test_a_denied_gated_call_warns_with_tool_and_step(caplog: pytest.LogCaptureFixture) -> None:
     (line,) = run_one_call(caplog, "refund", {"order_id": "A-1"})
-    assert line.startswith("[step 2] tool refund was denied: denied: refund needs a person's approval")
+    assert line.startswith(
+        "[step 2] tool refund was denied: denied: no approval extension decides gated tools"
+    )
 
 
 def test_a_tool_exception_warns(caplog: pytest.LogCaptureFixture) -> None:
@@ -185,7 +188,7 @@ def test_option_types_are_errors_that_say_what_to_pass() -> None:
     with pytest.raises(TypeError, match="max_steps must be an int, not str '5'"):
         Agent(max_steps="5", llm=ScriptedLLM([]))  # type: ignore[typeddict-item]
     with pytest.raises(TypeError, match=r"allow must be a list of tool names, e.g. allow=\['refund'\]"):
-        Agent(allow="refund", llm=ScriptedLLM([]))  # type: ignore[typeddict-item]
+        Approval(allow="refund")
     with pytest.raises(TypeError, match=r"keep_fields\['find'\] must be a list of field paths"):
         Agent(tools=[find], keep_fields={"find": "title"}, llm=ScriptedLLM([]))
     with pytest.raises(TypeError, match=r'unknown Agent option.s.: systme .did you mean "system"'):

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Literal
 
-from agent.registry import Tool, tool
+from agent.tools import Tool, tool
 
 __all__ = ["calculator", "current_time", "make_current_time", "word_count"]
 

@@ -11,7 +11,7 @@ store as `memory=` so it shows the model which keys exist at each step:
 from __future__ import annotations
 
 from agent.memory import Memory
-from agent.registry import Tool, tool
+from agent.tools import Tool, tool
 
 __all__ = ["memory_tools"]
 

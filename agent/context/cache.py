@@ -19,7 +19,8 @@ request's breakpoints. So:
   prompt (measured in `benchmarks/economics.py`: cache writes 100k → 39k tokens).
 
 Four breakpoints at most, the API's limit. `mark_breakpoints` returns a new request and
-copies only the blocks it marks, so the live history is never touched.
+copies only the blocks it marks, so the live history is never touched; it marks afresh at
+every call (nothing is remembered between calls).
 """
 
 from __future__ import annotations
@@ -28,15 +29,12 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from agent.context.memo import IdentityCache
 from agent.context.prune import newest_stubbed_turn
-from agent.context.tokens import key_chars, note_derived
 from agent.models import MODELS, ModelTable
 
 __all__ = [
     "MIN_CACHEABLE_TOKENS",
     "count_breakpoints",
-    "is_marked_copy",
     "mark_breakpoints",
     "min_cacheable_tokens",
     "strip_cache_control",
@@ -56,53 +54,17 @@ def _marker(ttl: str) -> dict[str, str]:
     return {"type": "ephemeral"} if ttl == "5m" else {"type": "ephemeral", "ttl": ttl}
 
 
-_MARKED = IdentityCache()
-"""message -> (ttl, its marked copy). The same message marked again gives the very same copy,
-so the token estimate, the prefix guard and the session see an object they already know
-instead of a new dict to serialise or compare each time (nobody edits a history dict in
-place, a marked copy included)."""
-_MARKED_SYSTEM: dict[tuple[Any, str], dict[str, Any]] = {}  # bounded: cleared at 64
-"""(the system prompt's last block's items, ttl) -> that block marked, for the same reason:
-`build_request` makes the system block afresh every step."""
+def _marked_block(block: Mapping[str, Any], ttl: str) -> dict[str, Any]:
+    """A copy of `block` with a marker (the block itself is not touched)."""
+    return {**block, "cache_control": _marker(ttl)}
 
 
 def _with_marker_on_last_block(message: Mapping[str, Any], ttl: str) -> dict[str, Any]:
-    known = _MARKED.get(message) if type(message) is dict else None
-    if known is not None and known[0] == ttl:
-        return known[1]  # type: ignore[no-any-return]
+    """A copy of `message` whose last block carries a marker (a string content becomes a block)."""
     content = message["content"]
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
-    last, marker = blocks[-1], _marker(ttl)
-    blocks[-1] = {**last, "cache_control": marker}
-    marked = {**message, "content": blocks}
-    if type(message) is dict:
-        _MARKED.put(message, (ttl, marked))
-        if type(content) is list and type(last) is dict and last and "cache_control" not in last:
-            note_derived(marked, message, key_chars("cache_control", marker))  # one key more, at the end
-    return marked
-
-
-def is_marked_copy(copy: Any, original: Any) -> bool:
-    """Whether `copy` is the copy of `original` this module marked, its blocks as they were
-    (so the two are the same message, markers aside: the prefix guard need not compare them
-    field by field). A string content marked became a block list: not the same then."""
-    known = _MARKED.get(original) if type(original) is dict else None
-    return known is not None and known[1] is copy and type(original.get("content")) is list
-
-
-def _marked_block(block: Mapping[str, Any], ttl: str) -> dict[str, Any]:
-    """`block` with a marker; one copy per distinct block of plain values (a system prompt)."""
-    try:
-        key = (tuple((k, type(v), v) for k, v in block.items()), ttl)  # 1, 1.0 and True differ
-        hash(key)
-    except TypeError:  # values that are not plain (a list, a dict): nothing to key on
-        return {**block, "cache_control": _marker(ttl)}
-    marked = _MARKED_SYSTEM.get(key)
-    if marked is None:
-        if len(_MARKED_SYSTEM) >= 64:
-            _MARKED_SYSTEM.clear()
-        marked = _MARKED_SYSTEM[key] = {**block, "cache_control": _marker(ttl)}
-    return marked
+    blocks[-1] = _marked_block(blocks[-1], ttl)
+    return {**message, "content": blocks}
 
 
 def _previous_request_end(messages: Sequence[Mapping[str, Any]]) -> int | None:
@@ -124,7 +86,7 @@ def mark_breakpoints(request: Mapping[str, Any], ttl: str = "5m") -> dict[str, A
         marked["system"] = blocks
     elif request.get("tools"):
         tools = list(request["tools"])
-        tools[-1] = {**tools[-1], "cache_control": _marker(ttl)}
+        tools[-1] = _marked_block(tools[-1], ttl)
         marked["tools"] = tools
     messages = list(request.get("messages", []))
     targets = {len(messages) - 1} if messages and messages[-1].get("content") else set()

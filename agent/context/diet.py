@@ -21,25 +21,18 @@ The text the model reads is plain; the only trace of the store in it is the
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agent.context.artifacts import ArtifactStore, artifact_name
-from agent.context.compress import compress
 from agent.context.compressors.jsonish import dump_full, normalize
-from agent.context.read_artifact import make_read_artifact
-from agent.context.slim import slim
-from agent.context.summary_calls import Summarize, free_text_summarizer
 from agent.secrets import redact
 
 if TYPE_CHECKING:
-    from agent.config import AgentConfig
-    from agent.loop import Agent
-    from agent.registry import ToolOutcome, ToolRegistry
-    from agent.state import RunState
+    from agent.context.artifacts import ArtifactStore
+    from agent.tools import Tool, ToolOutcome, ToolRegistry
 
-__all__ = ["DietPolicy", "policy_for", "register_read_artifact", "render", "render_outcome", "store_for"]
+__all__ = ["DietPolicy", "register_read_artifact", "render", "render_outcome"]
 
 
 @dataclass(frozen=True)
@@ -50,24 +43,37 @@ class DietPolicy:
     compress: bool = True
     top_n: int = 5
     threshold: int = 2000
+    on: bool = True
+    """False sends every result whole (the diet is off)."""
+    min_chars: int = 256
+    """Results at least this long are stored as artifacts, cut or not."""
 
     @property
     def error_chars(self) -> int:
         return 2 * self.threshold
 
-
-def policy_for(config: AgentConfig, outcome: ToolOutcome) -> DietPolicy:
-    """The policy for `outcome`'s tool: `keep_fields` wins over `@tool(keep=)`."""
-    tool = outcome.tool
-    keep: Sequence[str] | None = config.keep_fields.get(outcome.call.name)
-    if keep is None and tool is not None:
-        keep = tool.keep
-    return DietPolicy(
-        keep=tuple(keep) if keep is not None else None,
-        compress=tool.compress if tool is not None else True,
-        top_n=config.list_top_n,
-        threshold=config.compress_threshold,
-    )
+    @classmethod
+    def for_tool(
+        cls,
+        tool: Tool | None,
+        keep: Sequence[str] | None,
+        top_n: int,
+        threshold: int,
+        *,
+        on: bool,
+        min_chars: int,
+    ) -> DietPolicy:
+        """The policy for one tool: `keep` (the agent's `keep_fields`) wins over `@tool(keep=)`."""
+        if keep is None and tool is not None:
+            keep = tool.keep
+        return cls(
+            keep=tuple(keep) if keep is not None else None,
+            compress=tool.compress if tool is not None else True,
+            top_n=top_n,
+            threshold=threshold,
+            on=on,
+            min_chars=min_chars,
+        )
 
 
 def _is_error_payload(value: Any, keep: Sequence[str]) -> bool:
@@ -79,6 +85,12 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=str)
 
 
+def _compress(value: Any, budget: int, **options: Any) -> str:
+    from agent.context.compress import compress  # loaded by the runs whose results need it
+
+    return compress(value, budget, **options)
+
+
 def render(
     value: Any,
     *,
@@ -86,20 +98,20 @@ def render(
     policy: DietPolicy = DietPolicy(),
     pointer: str | None = None,
     full_text: str | None = None,
-    summarize: Summarize | None = None,
 ) -> str:
-    """The text the model reads for one tool result (pure but for `summarize`, the opt-in
-    small-model summary of long free text, tried before the rules; never raises)."""
+    """The text the model reads for one tool result (pure; never raises)."""
     full = full_text if full_text is not None else dump_full(value)[0]
     if not full:
         return "(empty)"
     if is_error:
         return (
-            full if len(full) <= policy.error_chars else compress(value, policy.error_chars, pointer=pointer)
+            full if len(full) <= policy.error_chars else _compress(value, policy.error_chars, pointer=pointer)
         )
     if not policy.compress:
         return full
     if policy.keep is not None and not _is_error_payload(value, policy.keep):
+        from agent.context.slim import slim
+
         try:
             slimmed = slim(value, policy.keep, top_n=policy.top_n, pointer=pointer)
             text = _json(slimmed) if slimmed is not None else None
@@ -109,58 +121,46 @@ def render(
             return (
                 text
                 if len(text) <= policy.threshold
-                else compress(slimmed, policy.threshold, pointer=pointer)
+                else _compress(slimmed, policy.threshold, pointer=pointer)
             )
     if len(full) <= policy.threshold:
         return full
-    if summarize is not None and (summary := summarize(full, policy.threshold, pointer)) is not None:
-        return summary
-    return compress(
+    return _compress(
         value, policy.threshold, pointer=pointer, full_text=None if isinstance(value, str) else full
     )
 
 
-def store_for(config: AgentConfig, state: RunState) -> ArtifactStore | None:
-    """This run's artifact store (created on first use), or None when artifacts are off."""
-    if not config.diet or config.artifacts_dir is None:
+def store_full(outcome: ToolOutcome, full: str, is_json: bool, store: ArtifactStore | None) -> str | None:
+    """Keep `full` as an artifact (what is stored goes through `agent.secrets.redact` first);
+    its name, or None. A store that fails (disk full, size cap) only means no pointer."""
+    if store is None:
         return None
-    if state.artifacts is None:
-        state.artifacts = ArtifactStore.for_run(
-            config.artifacts_dir,
-            state.run_id,
-            max_bytes=config.artifact_max_bytes,
-            keep_runs=config.artifact_keep_runs,
-        )
-    return state.artifacts
+    from agent.context.artifacts import artifact_name
+
+    kept = redact(full)  # named after what is stored, so the name hashes no secret
+    name = artifact_name(outcome.call.name, kept, is_json=is_json)
+    try:
+        return name if store.put(name, kept, tool_use_id=outcome.call.id, redacted=True) else None
+    except (OSError, NotImplementedError):  # disk full, read-only, no dir_fd (Windows): no pointer
+        return None
 
 
-def render_outcome(config: Agent, outcome: ToolOutcome, state: RunState) -> str:
-    """Store the full result (when non-trivial), then render it with the tool's policy."""
+def render_outcome(
+    outcome: ToolOutcome, policy: DietPolicy, store: Callable[[], ArtifactStore | None]
+) -> str:
+    """Store the full result (when non-trivial), then render it with the tool's policy.
+    `store` opens the run's artifact store on first use (None: artifacts are off)."""
     full, is_json = dump_full(outcome.value)
-    if not config.diet:
+    if not policy.on:
         return full or "(empty)"
-    pointer = None
-    store = store_for(config, state)
-    if store is not None and len(full) >= config.artifact_min_chars:
-        kept = redact(full)  # named after what is stored, so the name hashes no secret
-        name = artifact_name(outcome.call.name, kept, is_json=is_json)
-        try:
-            if store.put(name, kept, tool_use_id=outcome.call.id, redacted=True):
-                pointer = name
-        except (OSError, NotImplementedError):  # disk full, read-only, no dir_fd (Windows): no pointer
-            pointer = None
-    return render(
-        outcome.value,
-        is_error=outcome.is_error,
-        policy=policy_for(config, outcome),
-        pointer=pointer,
-        full_text=full,
-        summarize=free_text_summarizer(config, state),
-    )
+    pointer = store_full(outcome, full, is_json, store()) if len(full) >= policy.min_chars else None
+    return render(outcome.value, is_error=outcome.is_error, policy=policy, pointer=pointer, full_text=full)
 
 
-def register_read_artifact(registry: ToolRegistry, artifacts_dir: Any, diet: bool = True) -> None:
+def register_read_artifact(registry: ToolRegistry, artifacts_dir: Any) -> None:
     """Give the model `read_artifact` when artifacts are on (unless a tool of that name exists)."""
-    if not diet or artifacts_dir is None or "read_artifact" in registry:
+    if artifacts_dir is None or "read_artifact" in registry:
         return
+    from agent.context.read_artifact import make_read_artifact
+
     registry.add(make_read_artifact(artifacts_dir))

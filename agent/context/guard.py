@@ -18,12 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.context.cache import (
-    count_breakpoints,
-    is_marked_copy,
-    min_cacheable_tokens,
-    strip_cache_control,
-)
+from agent.context.cache import count_breakpoints, min_cacheable_tokens, strip_cache_control
 from agent.messages import shared_length
 from agent.usage import Usage
 
@@ -38,9 +33,8 @@ def prefix_changes(previous: Mapping[str, Any], current: Mapping[str, Any]) -> l
     """Why `current` cannot read everything `previous` cached; empty when it can.
 
     Compares as `strip_cache_control(a) == strip_cache_control(b)` would, without copying:
-    parts shared by identity (the tools, every message the history did not rewrite, every
-    block of a marked copy but the marked one) are equal at once, so a step costs one
-    identity check per message plus the few messages that are new or marked."""
+    parts equal as they are (the tools, every message the history did not rewrite) are
+    equal at once, so a step compares only the few messages that are new or marked."""
     reasons = []
     for key in ("tools", "system"):  # equal as they are (in C: the same dicts) is equal unmarked
         was, now = previous.get(key), current.get(key)
@@ -66,7 +60,7 @@ def _first_difference(before: list[Any], after: list[Any]) -> int | None:
     """Index of the first message of `before` that `after` does not have in the same place
     (cache markers aside), or None. The equal prefix is skipped by list comparisons in C
     (`shared_length`); after it, only messages that are not the very same dict (the marked
-    copies, a rewrite) are compared by content."""
+    copies, a rewrite) are compared, markers aside."""
     skipped = shared_length(before, after)
     shared = list(map(operator.is_, before[skipped:], after[skipped:]))
     start = 0
@@ -75,9 +69,7 @@ def _first_difference(before: list[Any], after: list[Any]) -> int | None:
             index = shared.index(False, start)
         except ValueError:
             break
-        was, now = before[skipped + index], after[skipped + index]
-        marked = is_marked_copy(was, now) or is_marked_copy(now, was)  # the same message, markers aside
-        if not (marked or same_ignoring_cache_control(was, now)):
+        if not same_ignoring_cache_control(before[skipped + index], after[skipped + index]):
             return skipped + index
         start = index + 1
     return len(after) if len(after) < len(before) else None

@@ -25,27 +25,27 @@ until at least `batch` turns are prunable, then all of them are pruned at once
 byte-stable and cache reads keep flowing.
 
 `prune` is a pure function: a new list out, the input untouched, and pruning a
-pruned history changes nothing (stubs are recognised and left alone).
+pruned history changes nothing (stubs are recognised and left alone). It reads the
+history it is given every time and remembers nothing between calls, so a history
+edited in place is pruned as it now is. Which tools are protected is the caller's
+business (`protected`, a predicate over tool names: e.g. `frozenset.__contains__`).
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agent.context.artifacts import ArtifactStore, find_pointer, marker
-from agent.context.memo import IdentityCache, PrefixMemo, memoized
-from agent.messages import Msg, blocks, content_text
-from agent.registry import ToolRegistry
+from agent.messages import Msg, blocks, content_text, tool_names_by_id
 
 __all__ = [
     "STUB_PREFIX",
     "artifact_pointers",
     "is_stub",
-    "policies",
+    "newest_stubbed_turn",
     "prunable_turns",
     "prune",
     "stub_for",
@@ -56,9 +56,13 @@ STUB_PREFIX = "[pruned: "
 MAX_ARGS = 4
 MAX_ARG_CHARS = 40
 MAX_ERROR_CHARS = 80
+SHORTEST_STUB = len(f"{STUB_PREFIX}() returned 0 chars; full result: x]")
+"""No stub is shorter (an empty tool name, a one-character pointer): a result this short or
+shorter is never pruned, and its stub is not written to find that out."""
 
 Protected = Callable[[str], bool]
 PointerFor = Callable[[str], "str | None"]
+Names = Mapping[str, tuple[str, dict[str, Any]]]
 
 
 def _never(name: str) -> bool:
@@ -67,24 +71,6 @@ def _never(name: str) -> bool:
 
 def _nothing(tool_use_id: str) -> str | None:
     return None
-
-
-def policies(registry: ToolRegistry) -> tuple[Protected, Protected]:
-    """(irreversible, protected) predicates over tool names, read from the agent's tools.
-
-    Protected means never pruned: `never_prune` or `irreversible`. A name the registry
-    does not know (a tool since removed, a hallucinated one) is neither.
-    """
-
-    def irreversible(name: str) -> bool:
-        found = registry.get(name)
-        return found is not None and found.irreversible
-
-    def protected(name: str) -> bool:
-        found = registry.get(name)
-        return found is not None and (found.irreversible or found.never_prune)
-
-    return irreversible, protected
 
 
 def artifact_pointers(store: ArtifactStore | None) -> PointerFor:
@@ -97,90 +83,48 @@ def artifact_pointers(store: ArtifactStore | None) -> PointerFor:
     return pointer
 
 
-_RESULTS, _OPEN, _HOLDS_STUB = operator.itemgetter(0), operator.itemgetter(2), operator.itemgetter(3)
-_TURNS = IdentityCache()
-_HISTORIES = PrefixMemo(by_content=True)
-"""message -> (carries a tool_result, every tool_result in it already a stub, the first but not
-the second: a turn pruning may still have to read, a tool_result in it is a stub: the cache's
-pruning frontier). The facts belong to the message alone,
-which is never edited in place, so each message is read once however long the run:
-histories by shared prefix, messages by identity."""
+def is_stub(content: Any) -> bool:
+    return isinstance(content, str) and content.startswith(STUB_PREFIX)
 
 
-Facts = tuple[bool, bool, bool, bool]
+def _result_blocks(message: Msg) -> list[dict[str, Any]]:
+    """The `tool_result` blocks of a user message (none for any other message)."""
+    if message.get("role") != "user":
+        return []
+    return [b for b in blocks(message) if b.get("type") == "tool_result"]
 
 
-def _turn_fact(message: Msg) -> Facts:
-    known = _TURNS.get(message)
-    if known is None:
-        found = blocks(message)
-        results = message.get("role") == "user" and any(b.get("type") == "tool_result" for b in found)
-        settled = all(b.get("type") != "tool_result" or is_stub(b.get("content")) for b in found)
-        stubbed = results and any(b.get("type") == "tool_result" and is_stub(b.get("content")) for b in found)
-        known = (results, settled, results and not settled, stubbed)
-        if type(message) is dict:
-            _TURNS.put(message, known)
-    return known  # type: ignore[no-any-return]
+def _holds_stub(message: Msg) -> bool:
+    return any(is_stub(b.get("content")) for b in _result_blocks(message))
 
 
-def _turn_facts(messages: Sequence[Msg]) -> list[Facts]:
-    return memoized(_HISTORIES, messages, _turn_fact)
-
-
-def newest_stubbed_turn(messages: Sequence[Msg]) -> int | None:
-    """Index of the newest user turn holding a pruned stub (read from the pruning facts, which
-    the step's pruning has just brought up to date), or None."""
-    flags = list(map(_HOLDS_STUB, _turn_facts(messages)))
-    return len(flags) - 1 - flags[::-1].index(True) if True in flags else None
-
-
-_CALLS = PrefixMemo()
-"""message -> its (tool_use id, (name, input)) pairs, for `_names_by_id`."""
-
-
-def _calls_in(message: Msg) -> tuple[tuple[str, tuple[str, Any]], ...]:
-    if message.get("role") != "assistant":
-        return ()
-    return tuple(
-        (block["id"], (block["name"], block.get("input", {})))
-        for block in blocks(message)
-        if block.get("type") == "tool_use"
-    )
-
-
-_NAMES: list[tuple[list[Msg], dict[str, tuple[str, dict[str, Any]]]]] = []
-"""The last history `_names_by_id` read and its answer: a history that only grew since, or
-whose other changes hold no calls on either side (pruning rewrites result turns, never the
-calls), is answered by adding its new messages' calls (a later call with a reused id wins,
-as in `tool_names_by_id`); any other history is read whole."""
-
-
-def _names_by_id(messages: Sequence[Msg]) -> dict[str, tuple[str, dict[str, Any]]]:
-    """What `tool_names_by_id(messages)` returns (not to be edited), each message read once
-    however long the run."""
-    if _NAMES:
-        seen, names = _NAMES[0]
-        if len(seen) <= len(messages) and not any(
-            _calls_in(seen[i]) or _calls_in(messages[i])
-            for i in itertools.compress(itertools.count(), map(operator.is_not, seen, messages))
-        ):
-            if len(seen) < len(messages):
-                added = itertools.chain.from_iterable(map(_calls_in, messages[len(seen) :]))
-                names = {**names, **dict(added)}
-                _NAMES[0] = (list(messages), names)
-            return names
-    names = dict(itertools.chain.from_iterable(memoized(_CALLS, messages, _calls_in)))
-    _NAMES[:] = [(list(messages), names)]
-    return names
+def _holds_whole_result(message: Msg) -> bool:
+    """Whether a user message holds a `tool_result` that is not a stub (read for every old
+    message at every step, so written out as one loop)."""
+    if message.get("role") != "user":
+        return False
+    content = message.get("content", [])
+    if isinstance(content, str):
+        return False
+    for block in content:
+        if block.get("type") == "tool_result" and not is_stub(block.get("content")):
+            return True
+    return False
 
 
 def tool_result_turns(messages: Sequence[Msg]) -> list[int]:
     """Indices of user messages that carry at least one `tool_result` block."""
-    return list(itertools.compress(itertools.count(), map(_RESULTS, _turn_facts(messages))))
+    return [i for i, message in enumerate(messages) if _result_blocks(message)]
 
 
-def is_stub(content: Any) -> bool:
-    return isinstance(content, str) and content.startswith(STUB_PREFIX)
+def newest_stubbed_turn(messages: Sequence[Msg]) -> int | None:
+    """Index of the newest user turn holding a pruned stub (the pruning frontier), or None."""
+    return next((i for i in reversed(range(len(messages))) if _holds_stub(messages[i])), None)
+
+
+def _names_by_id(messages: Sequence[Msg]) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Every `tool_use` id of the history -> (tool name, input): `tool_names_by_id`."""
+    return tool_names_by_id(messages)
 
 
 _SORTED_JSON = json.JSONEncoder(ensure_ascii=False, default=str, sort_keys=True)
@@ -215,17 +159,8 @@ def stub_for(block: Mapping[str, Any], name: str, arguments: Mapping[str, Any], 
     return line + "]"
 
 
-_STUBBED = IdentityCache()
-"""tool_result block -> (name, arguments, pointer, its stub or None). A turn waiting for its
-pruning batch is asked about at every step until the batch comes; its blocks, their calls'
-arguments and their pointers do not change meanwhile, so the stub is written once."""
-
-
 def _prunable(
-    block: Mapping[str, Any],
-    names: Mapping[str, tuple[str, dict[str, Any]]],
-    protected: Protected,
-    pointer_for: PointerFor,
+    block: Mapping[str, Any], names: Names, protected: Protected, pointer_for: PointerFor
 ) -> str | None:
     """The stub for `block`, or None when it must stay as it is."""
     if block.get("type") != "tool_result" or is_stub(block.get("content")):
@@ -233,22 +168,49 @@ def _prunable(
     name, arguments = names.get(block.get("tool_use_id", ""), ("unknown_tool", {}))
     if protected(name):
         return None
-    known = _STUBBED.get(block) if type(block) is dict else None
-    if known is not None and known[0] == name and known[1] is arguments:
-        inline, text_chars = known[2], known[3]
-    else:
-        text = content_text(block.get("content"))
-        inline, text_chars = find_pointer(text), len(text)
-        known = (name, arguments, inline, text_chars, None, None)
+    text = content_text(block.get("content"))
+    if len(text) <= SHORTEST_STUB:
+        return None
+    inline = find_pointer(text)
     # a pointer the diet left in the text wins: it is what the model saw
     pointer = marker(inline) if inline else pointer_for(block.get("tool_use_id", ""))
-    if known[5] is not None and known[4] == pointer:
-        stub: str = known[5]
-    else:
-        stub = stub_for(block, name, arguments, pointer)
-        if type(block) is dict:
-            _STUBBED.put(block, (name, arguments, inline, text_chars, pointer, stub))
-    return stub if len(stub) < text_chars else None
+    stub = stub_for(block, name, arguments, pointer)
+    return stub if len(stub) < len(text) else None
+
+
+def _old_open_turns(messages: Sequence[Msg], keep_recent: int) -> list[int]:
+    """Turns beyond the newest `keep_recent` result turns that still hold a whole result (a
+    `tool_result` that is not a stub): the only ones pruning may have to rewrite."""
+    if keep_recent <= 0:
+        return []
+    newest = (i for i in reversed(range(len(messages))) if _result_blocks(messages[i]))
+    kept = list(itertools.islice(newest, keep_recent))
+    if len(kept) < keep_recent:
+        return []
+    return [i for i in range(1, kept[-1]) if _holds_whole_result(messages[i])]  # before the oldest kept
+
+
+def _rewritten(message: Msg, names: Names, protected: Protected, pointer_for: PointerFor) -> Msg | None:
+    """`message` with its prunable results as stubs, or None when none of them is prunable."""
+    found = blocks(message)
+    stubs = [_prunable(b, names, protected, pointer_for) for b in found]
+    if all(stub is None for stub in stubs):
+        return None
+    new_blocks = [b if stub is None else {**b, "content": stub} for b, stub in zip(found, stubs, strict=True)]
+    return {**message, "content": new_blocks}
+
+
+def _rewrites(
+    messages: Sequence[Msg], keep_recent: int, protected: Protected, pointer_for: PointerFor, batch: int
+) -> dict[int, Msg]:
+    """index -> its pruned message, for every old turn holding a prunable result (none at all
+    when fewer than `batch` old turns hold a whole result: then none is read)."""
+    candidates = _old_open_turns(messages, keep_recent)
+    if len(candidates) < max(1, batch):
+        return {}
+    names = _names_by_id(messages)
+    found = {i: _rewritten(messages[i], names, protected, pointer_for) for i in candidates}
+    return {i: message for i, message in found.items() if message is not None}
 
 
 def prunable_turns(
@@ -258,29 +220,7 @@ def prunable_turns(
     pointer_for: PointerFor = _nothing,
 ) -> list[int]:
     """Old tool-result turns (beyond the newest `keep_recent`) holding at least one prunable result."""
-    return _prunable_among(messages, _old_open_turns(messages, keep_recent), protected, pointer_for)
-
-
-def _old_open_turns(messages: Sequence[Msg], keep_recent: int) -> list[int]:
-    """Turns beyond the newest `keep_recent` result turns that still hold a whole result: the
-    only ones pruning may have to read (a turn whose results are all stubs is skipped unread)."""
-    if keep_recent <= 0:
-        return []
-    facts = _turn_facts(messages)
-    turns = list(itertools.compress(itertools.count(), map(_RESULTS, facts)))
-    if len(turns) <= keep_recent:
-        return []
-    recent = turns[len(turns) - keep_recent]  # the oldest turn kept verbatim
-    return [i for i in itertools.compress(itertools.count(), map(_OPEN, facts[:recent])) if i > 0]
-
-
-def _prunable_among(
-    messages: Sequence[Msg], turns: list[int], protected: Protected, pointer_for: PointerFor
-) -> list[int]:
-    if not turns:
-        return []
-    names = _names_by_id(messages)
-    return [i for i in turns if any(_prunable(b, names, protected, pointer_for) for b in blocks(messages[i]))]
+    return list(_rewrites(messages, keep_recent, protected, pointer_for, 1))
 
 
 def prune(
@@ -300,18 +240,10 @@ def prune(
         protected: tool name -> True for results never to prune (never_prune, irreversible).
         pointer_for: tool_use_id -> where the full result can be read back, if stored.
     """
-    candidates = _old_open_turns(messages, keep_recent)
-    if len(candidates) < max(1, batch):  # too few to make a batch, whatever they hold: none read
-        return list(messages)
-    targets = set(_prunable_among(messages, candidates, protected, pointer_for))
-    if len(targets) < max(1, batch):
-        return list(messages)
-    names = _names_by_id(messages)
     pruned = list(messages)  # untouched messages stay the very same dicts; only targets are rebuilt
-    for index in targets:
-        new_blocks = []
-        for block in blocks(messages[index]):
-            stub = _prunable(block, names, protected, pointer_for)
-            new_blocks.append(block if stub is None else {**block, "content": stub})
-        pruned[index] = {**messages[index], "content": new_blocks}
+    targets = _rewrites(messages, keep_recent, protected, pointer_for, batch)
+    if len(targets) < max(1, batch):
+        return pruned
+    for index, message in targets.items():
+        pruned[index] = message
     return pruned

@@ -30,7 +30,7 @@ from typing import Any
 from agent.context.artifacts import MAX_READ_BYTES, read_artifact_text
 from agent.context.compress import compress
 from agent.context.pattern_search import compile_pattern, search, syntax_help
-from agent.registry import Tool, tool
+from agent.tools import Tool, tool
 
 __all__ = ["make_read_artifact", "read_artifact", "select_json"]
 

@@ -1,0 +1,83 @@
+"""Tool search for many tools: defer most declarations, let the model find the ones it needs.
+
+    Agent(tools=[*mcp, *my_tools], extensions=[ToolSearch()])          # ours, past 30 tools
+    Agent(tools=..., extensions=[ToolSearch(defer_above=10, mode="bm25")])  # the API's own
+
+Why an extension: deferral changes what every request declares, and it pays only past a
+few dozen tools, so an agent opts in. `ToolSearch.tools` marks the tools to defer (the
+core's registry declares them `defer_loading: true`, in the same sorted, byte-stable
+list) and adds the tool that finds them; its `render` hook turns a search's result into
+`tool_reference` blocks, which load the tools found. `deferral` holds the rule and the
+search tool; `index` ranks tools (BM25 + graph expansion + weighted reciprocal-rank
+fusion); `graph`, `text` and `thesaurus` are its parts. `find_tools(tools, query, k)`
+ranks any tools, outside a run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from agent.ext.tool_search.deferral import (
+    DEFAULT_THRESHOLD,
+    SEARCH_TOOL_NAME,
+    SearchMode,
+    defer,
+    deferral_active,
+    find_tools,
+    reference_blocks,
+    search_tool,
+    server_search_tool,
+)
+from agent.ext.tool_search.index import ToolIndex, Weights
+from agent.extension import Extension
+from agent.tools import ServerTool, Tool
+
+if TYPE_CHECKING:
+    from agent.state import RunState
+    from agent.tools import ToolOutcome
+
+__all__ = [
+    "DEFAULT_THRESHOLD",
+    "SEARCH_TOOL_NAME",
+    "SearchMode",
+    "ToolIndex",
+    "ToolSearch",
+    "Weights",
+    "find_tools",
+    "reference_blocks",
+    "server_search_tool",
+]
+
+MODES = ("client", "bm25", "regex")
+
+
+class ToolSearch(Extension):
+    """Defer the tools past `defer_above` (None: only those made with `@tool(defer=True)`),
+    found by our `search_tools` tool (`mode="client"`) or the API's own search tool
+    (`"bm25"`, `"regex"`). With nothing to defer, the tools are declared as they are. An
+    agent's extension, not a run's: the tools are declared once, at construction."""
+
+    def __init__(self, defer_above: int | None = DEFAULT_THRESHOLD, mode: SearchMode = "client") -> None:
+        if defer_above is not None and (isinstance(defer_above, bool) or not isinstance(defer_above, int)):
+            raise TypeError(f"ToolSearch: defer_above must be an int or None, not {defer_above!r}")
+        if mode not in MODES:
+            raise ValueError(f"ToolSearch: mode must be 'client', 'bm25' or 'regex', not {mode!r}")
+        self.defer_above = defer_above
+        self.mode: SearchMode = mode
+
+    def tools(self, declared: Sequence[Tool | ServerTool]) -> Sequence[Tool | ServerTool]:
+        functions = [t for t in declared if isinstance(t, Tool)]
+        if not deferral_active(functions, self.defer_above):
+            return declared
+        marked = defer(declared, self.defer_above)
+        if self.mode != "client":
+            return [*marked, ServerTool(server_search_tool(self.mode))]
+        if any(t.name == SEARCH_TOOL_NAME for t in marked):
+            return marked  # a search tool of the caller's own
+        deferred = [t for t in marked if isinstance(t, Tool) and t.defer is True]
+        return [*marked, search_tool(deferred)]
+
+    def render(self, outcome: ToolOutcome, run: RunState) -> list[dict[str, Any]] | None:
+        """A search's result is `tool_reference` blocks: they load the tools it found."""
+        return reference_blocks(outcome)

@@ -1,0 +1,96 @@
+"""Every sync tool call runs on a daemon thread of its own, in a fresh context.
+
+The inline path that ran a turn's lone call on the calling thread under SIGALRM is gone
+(it saved two thread wake-ups a step and broke timeouts of tools that swallow signals).
+What the thread promises: the calling thread is never blocked by a tool, each call sees a
+fresh `contextvars` context, a hung call is abandoned at its timeout with an error result,
+a tool's own KeyboardInterrupt is its failure, and signals are left as they were.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from agent import Agent, tool
+from agent.testing import ScriptedLLM, reply, tool_use
+from agent.tool_runs import run_all
+from agent.tools import ToolCall, ToolRegistry
+
+seen: list[tuple[int, str]] = []
+marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker", default="fresh")
+
+
+@tool
+def where(label: str) -> str:
+    """Says which thread ran it.
+
+    Args:
+        label: a name.
+    """
+    seen.append((threading.get_ident(), marker.get()))
+    marker.set("dirty")
+    return label
+
+
+@pytest.fixture(autouse=True)
+def clean() -> Iterator[None]:
+    seen.clear()
+    yield
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler, "SIGINT untouched"
+
+
+def run(tools: list[Any], *turns: list[dict[str, Any]]) -> Any:
+    script = [reply(*calls) for calls in turns] + [reply("done")]
+    return Agent(llm=ScriptedLLM(script), tools=tools, artifacts_dir=None).run("go")
+
+
+def test_a_lone_sync_call_runs_on_its_own_thread_with_a_fresh_context_each_time() -> None:
+    result = run([where], [tool_use("where", {"label": "a"})], [tool_use("where", {"label": "b"})])
+    assert result.text == "done"
+    assert threading.get_ident() not in {ident for ident, _ in seen}, "never on the calling thread"
+    assert [value for _, value in seen] == ["fresh", "fresh"], "nothing one call set leaks into the next"
+
+
+def test_several_calls_in_a_turn_still_run_in_parallel_threads() -> None:
+    run([where], [tool_use("where", {"label": "a"}), tool_use("where", {"label": "b"})])
+    assert threading.get_ident() not in {ident for ident, _ in seen}
+
+
+def test_a_hung_call_is_abandoned_at_its_timeout() -> None:
+    release = threading.Event()
+
+    @tool(timeout=0.3)
+    def hang() -> str:
+        """Hangs, and swallows every Exception."""
+        try:
+            release.wait(10)
+            return "late"
+        except Exception:
+            return "swallowed"
+
+    started = time.monotonic()
+    try:
+        result = run([hang], [tool_use("hang", {})])
+    finally:
+        release.set()
+    block = result.messages[2]["content"][0]
+    assert block["is_error"] and block["content"] == "timeout: hang did not finish in 0.3s"
+    assert time.monotonic() - started < 3, "the run went on at the timeout"
+
+
+def test_a_tools_own_keyboard_interrupt_is_its_failure() -> None:
+
+    @tool
+    def interrupts() -> str:
+        """Raises KeyboardInterrupt itself."""
+        raise KeyboardInterrupt("mine")
+
+    outcome = run_all(ToolRegistry([interrupts]), [ToolCall("1", "interrupts", {})])[0]
+    assert outcome.is_error and outcome.value == "KeyboardInterrupt: mine"
