@@ -99,17 +99,14 @@ def _holds_stub(message: Msg) -> bool:
 
 
 def _holds_whole_result(message: Msg) -> bool:
-    """Whether a user message holds a `tool_result` that is not a stub (read for every old
-    message at every step, so written out as one loop)."""
+    """Whether a user message holds a `tool_result` that is not a stub (asked of every old
+    message at every step, so its blocks are read in place, not copied)."""
     if message.get("role") != "user":
         return False
     content = message.get("content", [])
-    if isinstance(content, str):
-        return False
-    for block in content:
-        if block.get("type") == "tool_result" and not is_stub(block.get("content")):
-            return True
-    return False
+    return not isinstance(content, str) and any(
+        b.get("type") == "tool_result" and not is_stub(b.get("content")) for b in content
+    )
 
 
 def tool_result_turns(messages: Sequence[Msg]) -> list[int]:
