@@ -46,7 +46,6 @@ from agent.models import check_effort
 from agent.state import RunResult, RunState
 from agent.steps import blocking, run_sync, settle
 from agent.tool_runs import run_turn
-from agent.tool_warnings import warn_outcomes
 from agent.tools import ToolCall, ToolOutcome
 
 __all__ = ["Agent", "RunResult", "RunState"]
@@ -201,13 +200,7 @@ class Agent(AgentConfig):
     async def run_tools(self, calls: Sequence[ToolCall], state: RunState) -> list[ToolOutcome]:
         """Run one turn's calls in parallel, through the extensions' `before_tool` and
         `after_tool` hooks (`agent.tool_runs.run_turn`); outcomes in call order."""
-        for call in calls:
-            emit(self.on_event, Event("tool_call", state.step, tool=call.name, tool_use_id=call.id))
-        outcomes = await run_turn(self.registry, calls, state)
-        warn_outcomes(outcomes, state.step)
-        for o in outcomes:
-            emit(self.on_event, Event("tool_result", state.step, "", o.call.name, o.call.id, o.is_error))
-        return outcomes
+        return await run_turn(self.registry, calls, state, self.on_event)
 
     def render_result(self, outcome: ToolOutcome, state: RunState) -> str | list[dict[str, Any]]:
         """The content the model reads for one outcome: an extension's, else the diet's."""

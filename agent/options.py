@@ -33,6 +33,7 @@ class Tool(Protocol):
     keep: tuple[str, ...] | None
     fn: Callable[..., Any]
 
+
 __all__ = ["check_keep_paths", "check_subclass", "check_tools", "did_you_mean", "result_fields"]
 
 log = logging.getLogger("agent")

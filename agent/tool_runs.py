@@ -26,7 +26,7 @@ import functools
 import inspect
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any, Protocol
@@ -43,14 +43,16 @@ from agent.calls import (
     is_async,
     shown_name,
 )
+from agent.events import Event, emit
 from agent.render import describe_error, renderable
 from agent.signature import call_arguments
+from agent.tool_warnings import warn_outcomes
 from agent.tools import Tool, ToolCall, ToolOutcome
 
 if TYPE_CHECKING:
     from agent.state import RunState
 
-__all__ = ["Tools", "arun_all", "run_all", "run_one", "run_turn", "timeout_for"]
+__all__ = ["Execute", "Tools", "arun_all", "run_all", "run_one", "run_turn", "timeout_for"]
 
 
 class Tools(Protocol):
@@ -68,9 +70,23 @@ def _start(work: Callable[[Callable[[ToolCall], ToolOutcome]], None], run: Any, 
     threading.Thread(target=context.run, args=(work, run), name=name, daemon=True).start()
 
 
-async def run_turn(registry: Tools, calls: Sequence[ToolCall], state: RunState) -> list[ToolOutcome]:
-    """One turn's calls through the extensions' hooks, the rest run in parallel; call order."""
+OnDone = Callable[[ToolOutcome], None]
+Execute = Callable[["Tools", Sequence[ToolCall], OnDone | None], Awaitable[list[ToolOutcome]]]
+"""How the calls that passed the hooks run: `arun_all`, or a durable runner's steps."""
+
+
+async def run_turn(
+    registry: Tools,
+    calls: Sequence[ToolCall],
+    state: RunState,
+    on_event: Callable[[Event], None] | None = None,
+    execute: Execute | None = None,
+) -> list[ToolOutcome]:
+    """One turn's calls through the extensions' hooks, the rest run in parallel (by
+    `execute`, `arun_all` unless told); outcomes in call order, each reported as an event."""
     extensions = state.extensions
+    for call in calls:
+        emit(on_event, Event("tool_call", state.step, tool=call.name, tool_use_id=call.id))
     gates = any(ext.gate for ext in extensions)
     settled: dict[int, ToolOutcome] = {}
     for i, call in enumerate(calls):  # in call order: an approver is asked one call at a time
@@ -96,10 +112,14 @@ async def run_turn(registry: Tools, calls: Sequence[ToolCall], state: RunState) 
     def on_done(outcome: ToolOutcome) -> None:
         finished[outcome.call.id] = after(outcome)
 
-    ran = await arun_all(registry, [calls[i] for i in to_run], on_done if extensions else None)
+    ran = await (execute or arun_all)(registry, [calls[i] for i in to_run], on_done if extensions else None)
     for i, outcome in zip(to_run, ran, strict=True):
         settled[i] = finished.get(outcome.call.id, outcome) if extensions else outcome
-    return [settled[i] for i in range(len(calls))]
+    outcomes = [settled[i] for i in range(len(calls))]
+    warn_outcomes(outcomes, state.step)
+    for o in outcomes:
+        emit(on_event, Event("tool_result", state.step, "", o.call.name, o.call.id, o.is_error))
+    return outcomes
 
 
 def run_all(

@@ -72,6 +72,7 @@ from pathlib import Path
 import agent.context.pattern_search as engines
 from agent.context.artifacts import ArtifactStore, artifact_name
 from agent.tools import ToolCall, ToolRegistry
+from agent.tool_runs import run_one
 from agent.context.read_artifact import make_read_artifact
 root = Path(sys.argv[1])
 words = "one two three four five six seven eight nine ten"

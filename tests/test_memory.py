@@ -68,8 +68,9 @@ def test_parallel_writes_from_tool_threads_all_land(tmp_path: Path) -> None:
 def test_tools_report_a_missing_key_as_an_error_result_naming_the_keys() -> None:
     memory = Memory(initial={"order_id": "A-17"})
     registry = ToolRegistry(memory_tools(memory))
-    [ok, missing] = run_all(registry,
-        [ToolCall("r1", "memory_read", {"key": "order_id"}), ToolCall("r2", "memory_read", {"key": "x"})]
+    [ok, missing] = run_all(
+        registry,
+        [ToolCall("r1", "memory_read", {"key": "order_id"}), ToolCall("r2", "memory_read", {"key": "x"})],
     )
     assert ok.value == "A-17" and not ok.is_error
     assert missing.is_error and "known keys: order_id" in str(missing.value)

@@ -454,8 +454,6 @@ def test_the_guard_still_warns_on_a_history_rewritten_every_step() -> None:
 # -- invalidation ------------------------------------------------------------------------
 
 
-
-
 def test_input_schemas_are_handed_out_as_independent_copies() -> None:
     @tool
     def lookup(customer_id: str, limit: int = 5) -> str:
@@ -656,10 +654,6 @@ def test_run_times_out_a_hung_sync_tool_and_the_others_still_answer() -> None:
     blocks_ = result.messages[-2]["content"]
     assert blocks_[0]["is_error"] and "timeout" in blocks_[0]["content"]
     assert blocks_[1]["content"] == "quick"
-
-
-
-
 
 
 def test_ctrl_c_inside_a_blocking_model_call_stops_run_at_once(tmp_path: Any) -> None:

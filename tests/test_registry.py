@@ -99,13 +99,14 @@ def test_unknown_tool_invalid_input_and_exception_become_error_results() -> None
         raise RuntimeError(f"boom {x}")
 
     registry = ToolRegistry([lookup, explode])
-    unknown, invalid, failed, ok = run_all(registry,
+    unknown, invalid, failed, ok = run_all(
+        registry,
         [
             ToolCall("1", "nope", {}),
             ToolCall("2", "lookup", {"limit": "many", "mode": "slow", "extra": 1}),
             ToolCall("3", "explode", {"x": 7}),
             ToolCall("4", "lookup", {"order_id": "A-1", "limit": "3"}),
-        ]
+        ],
     )
     assert unknown.is_error and unknown.value == "unknown tool: nope"
     assert invalid.is_error
@@ -125,11 +126,12 @@ def test_calls_run_in_parallel_and_come_back_in_call_order() -> None:
         return tag
 
     registry = ToolRegistry([wait])
-    outcomes = run_all(registry,
+    outcomes = run_all(
+        registry,
         [
             ToolCall(str(i), "wait", {"tag": tag, "delay": d})
             for i, (tag, d) in enumerate([("a", 0.2), ("b", 0.0), ("c", 0.1)])
-        ]
+        ],
     )
     assert [o.value for o in outcomes] == ["a", "b", "c"]
     assert not any(o.is_error for o in outcomes)
@@ -157,8 +159,9 @@ def test_timeouts_become_error_results_for_sync_and_async_tools() -> None:
         return n * 2
 
     started = time.monotonic()
-    outcomes = run_all(ToolRegistry([hang, slow_async, quick_async]),
-        [ToolCall("1", "hang", {}), ToolCall("2", "slow_async", {}), ToolCall("3", "quick_async", {"n": 21})]
+    outcomes = run_all(
+        ToolRegistry([hang, slow_async, quick_async]),
+        [ToolCall("1", "hang", {}), ToolCall("2", "slow_async", {}), ToolCall("3", "quick_async", {"n": 21})],
     )
     release.set()
     assert time.monotonic() - started < 5
@@ -304,12 +307,13 @@ def test_partial_and_callable_objects_are_tools_named_after_what_they_wrap() -> 
     # the partial's bound arguments are not the model's to set (or even see)
     assert list(hello.declaration()["input_schema"]["properties"]) == ["name"]
     registry = ToolRegistry([hello, counter, renamed])
-    outcomes = run_all(registry,
+    outcomes = run_all(
+        registry,
         [
             ToolCall("1", "_greet", {"name": "Ada"}),
             ToolCall("2", "_Counter", {"text": "one two three"}),
             ToolCall("3", "_greet", {"name": "Ada", "punctuation": "?"}),
-        ]
+        ],
     )
     assert [o.value for o in outcomes[:2]] == ["Hello, Ada.", 3]
     assert outcomes[2].is_error and "punctuation: Extra inputs are not permitted" in outcomes[2].value

@@ -331,8 +331,12 @@ def test_usage_records_thinking_models_cost_at_their_own_price() -> None:
 def test_the_hidden_length_of_thinking_counts_in_every_estimate(tmp_path: Any) -> None:
     long_thought = reply(thought("deep"), tool_use("lookup", {"key": "k"}))
     long_thought["usage"] = {"output_tokens": 5_100, "output_tokens_details": {"thinking_tokens": 5_000}}
-    agent = Agent(llm=ScriptedLLM([long_thought, reply("done")]), tools=[lookup], artifacts_dir=None,
-                  max_input_tokens=3_000)  # room for two small requests, not for 5,000 hidden tokens
+    agent = Agent(
+        llm=ScriptedLLM([long_thought, reply("done")]),
+        tools=[lookup],
+        artifacts_dir=None,
+        max_input_tokens=3_000,
+    )  # room for two small requests, not for 5,000 hidden tokens
     with pytest.raises(TokenBudgetExceeded):
         agent.run("go", extensions=[Session(tmp_path / "run.jsonl")])
     saved = read_session(tmp_path / "run.jsonl")

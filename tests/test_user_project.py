@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-MAIN = '''
+MAIN = """
 from tools import lookup
 from agent import Agent
 from agent.testing import ScriptedLLM, reply, tool_use
@@ -20,7 +20,7 @@ agent = Agent(tools=[lookup], llm=llm, artifacts_dir="artifacts")
 result = agent.run("What is pi?")
 names = [t["name"] for t in llm.requests[0]["tools"]]
 print(result.text, "|", ",".join(names), "|", llm.requests[1]["messages"][-1]["content"][0]["content"])
-'''
+"""
 
 TOOLS = '''
 from agent import tool

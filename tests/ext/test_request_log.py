@@ -79,8 +79,14 @@ def test_the_log_grows_with_the_run_not_with_its_square(tmp_path: Path) -> None:
     steps = 30
     script = [reply(tool_use("fetch", {"page": n})) for n in range(1, steps)] + [reply("done")]
     llm, log = ScriptedLLM(script), tmp_path / "requests.jsonl"
-    agent = Agent(tools=[fetch], llm=llm, artifacts_dir=None, keep_recent=0, max_steps=steps,
-                  extensions=[RequestLog(log)])
+    agent = Agent(
+        tools=[fetch],
+        llm=llm,
+        artifacts_dir=None,
+        keep_recent=0,
+        max_steps=steps,
+        extensions=[RequestLog(log)],
+    )
     agent.run("Read the report.")
     assert [request for _, _, request in read_requests(log)] == llm.requests
     whole = sum(len(json.dumps(r)) for r in llm.requests)

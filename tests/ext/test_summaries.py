@@ -126,8 +126,12 @@ def test_summaries_run_through_the_agent_budgeted_logged_and_cached(
     sim = simulator(scripted([call("ticket", id="T-1")], second, answer), summarizer=lambda body: SUMMARY)  # type: ignore[operator]
     log = tmp_path / "usage.jsonl"
     agent = Agent(
-        llm=sim.llm(), tools=[ticket, source], extensions=[Summaries("claude-haiku-4-5")],
-        artifacts_dir=tmp_path / "artifacts", usage_log=log, max_cost_usd=5.0,
+        llm=sim.llm(),
+        tools=[ticket, source],
+        extensions=[Summaries("claude-haiku-4-5")],
+        artifacts_dir=tmp_path / "artifacts",
+        usage_log=log,
+        max_cost_usd=5.0,
     )
     result = agent.run("What does the customer want?")
     assert result.text == "done"

@@ -23,14 +23,13 @@ from agent.ext.durable.runtime import (
     shutdown,
     start_run,
 )
-from agent.ext.durable.tools import DurableRegistry
+from agent.ext.durable.tools import run_as_steps
 
 __all__ = [
     "APPROVAL_EVENT",
     "DEFAULT_QUEUE",
     "DurableAgent",
     "DurableLLM",
-    "DurableRegistry",
     "LocalPostgres",
     "RunClient",
     "WaitForApproval",
@@ -42,6 +41,7 @@ __all__ = [
     "register_agent",
     "register_queue",
     "result",
+    "run_as_steps",
     "shutdown",
     "start_run",
 ]

@@ -1,13 +1,13 @@
 """Any `Agent` as a durable run: the same loop, its model and tool calls made DBOS steps.
 
-`DurableAgent` changes no step of the loop; it routes the two that touch the world:
+`DurableAgent` overrides the two steps of the loop that touch the world:
 
-- `send` (one model call attempt) runs as a step whose record holds the answer (or the
+- each attempt of `call_model` runs as a step whose record holds the answer (or the
   failure) AND the history the request was built from. On replay the step returns
   both, and the run goes on from the recorded history: what was sent, whatever pruning
   or compaction would decide if recomputed (a changed setting, a changed estimate);
 - the summary call of compaction goes through `DurableLLM`, a step as well;
-- tool calls run through `DurableRegistry` (`agent.ext.durable.tools`), one step each;
+- tool calls run as steps, one each (`agent.ext.durable.tools.run_as_steps`);
 - the approver's verdict is recorded in a step too, so a replay meets the same verdict;
   `WaitForApproval` instead waits durably (`DBOS.recv`) for a decision that another
   process sends (`agent.ext.durable.runtime.approve`).
@@ -19,20 +19,25 @@ every execution. Use `DurableAgent` as a base class, or `durable(agent)` on an a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Mapping
-from typing import Any
+import copy
+from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
+from typing import Any, cast
 
 from anthropic.types import Message
 from dbos import DBOS
 
+from agent.ext.approval import Approval
 from agent.ext.approval.gate import Approver, deny_by_default
 from agent.ext.durable.calls import acall_through_gate, call_through_gate, rebuild_message
-from agent.ext.durable.tools import DurableRegistry
+from agent.ext.durable.tools import run_as_steps
+from agent.extension import Extension
 from agent.llm import LLM
 from agent.loop import Agent
 from agent.state import RunResult, RunState
 from agent.steps import ask
-from agent.tools import ToolCall
+from agent.tool_runs import run_turn
+from agent.tools import ToolCall, ToolOutcome
 
 __all__ = ["APPROVAL_EVENT", "DurableAgent", "DurableLLM", "WaitForApproval", "approval_topic", "durable"]
 
@@ -45,7 +50,9 @@ def approval_topic(call_id: str) -> str:
 
 
 class DurableLLM:
-    """An `LLM` whose `create` is a DBOS step (the compaction summary's call)."""
+    """The agent's model with each call a DBOS step: `acreate` is the loop's call (step
+    "model", which also records the history it answered, see `_SENT`), `create` the
+    compaction summary's (step "model:summary", called from the context step)."""
 
     def __init__(self, inner: LLM) -> None:
         self.inner = inner
@@ -55,6 +62,19 @@ class DurableLLM:
         record = DBOS.run_step(
             {"name": "model:summary"}, call_through_gate, lambda: self.inner.create(request)
         )
+        return rebuild_message(record)
+
+    async def acreate(self, request: Mapping[str, Any]) -> Message:
+        sent = _SENT.get()
+        live = None if sent is None else sent.messages
+
+        async def call() -> dict[str, Any]:
+            record = await acall_through_gate(lambda: ask(self.inner, request, None))
+            return {**record, "sent": live}
+
+        record: dict[str, Any] = await DBOS.run_step_async({"name": "model"}, call)
+        if sent is not None and record.get("sent") is not None:
+            sent.messages = record["sent"]
         return rebuild_message(record)
 
 
@@ -93,15 +113,17 @@ class WaitForApproval:
 
 
 class DurableAgent(Agent):
-    """`Agent`, with every model call, summary call, verdict and tool call a DBOS step."""
+    """`Agent`, with every model call, summary call, verdict and tool call a DBOS step.
+
+    It overrides two steps of the loop, `call_model` and `run_tools`, and wraps the
+    approvers of its `Approval` extensions; every other step (and a subclass's overrides)
+    runs as it would outside DBOS."""
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         make_durable_parts(self)
 
-    async def drive(
-        self, loop: Callable[[RunState], Coroutine[Any, Any, RunResult]], state: RunState
-    ) -> RunResult:
+    async def arun_state(self, state: RunState, extensions: Sequence[Extension] = ()) -> RunResult:
         run_id = DBOS.workflow_id
         if run_id is None:
             raise RuntimeError(
@@ -109,34 +131,55 @@ class DurableAgent(Agent):
                 "or enqueue_run, or use a plain Agent"
             )
         state.run_id = run_id
-        return await super().drive(loop, state)
+        return await super().arun_state(state, [recorded_verdicts(e) for e in extensions])
 
-    async def send(self, request: dict[str, Any], state: RunState) -> Message:
-        inner: LLM = getattr(self, "inner_llm", self.llm)
-        sent = state.messages
+    async def call_model(self, request: dict[str, Any], state: RunState) -> Message:
+        """The core's `call_model`, its attempts steps (`DurableLLM.acreate`) that also keep
+        the history the request was built from: a replay goes on from that history."""
+        sent = _Sent(state.messages)
+        token = _SENT.set(sent)
+        try:
+            response = await super().call_model(request, state)
+        finally:
+            _SENT.reset(token)
+        if sent.messages is not state.messages and sent.messages != state.messages:
+            state.messages = list(sent.messages)
+        return response
 
-        async def call() -> dict[str, Any]:
-            record = await acall_through_gate(lambda: ask(inner, request, None))
-            return {**record, "sent": sent}
+    async def run_tools(self, calls: Sequence[ToolCall], state: RunState) -> list[ToolOutcome]:
+        return await run_turn(self.registry, calls, state, self.on_event, execute=run_as_steps)
 
-        record: dict[str, Any] = await DBOS.run_step_async({"name": "model"}, call)
-        if record["sent"] != state.messages:  # a replay recomputed the history otherwise: keep what was sent
-            state.messages = list(record["sent"])
-        return rebuild_message(record)
+
+class _Sent:
+    """The history one model call answers: the live one, replaced by the recorded one on replay."""
+
+    def __init__(self, messages: list[dict[str, Any]]) -> None:
+        self.messages = messages
+
+
+_SENT: ContextVar[_Sent | None] = ContextVar("agent_durable_sent", default=None)
+"""Set by `DurableAgent.call_model` for the call it makes: `DurableLLM` is reached through
+the core's retry loop, which knows nothing of the run's history, so the history travels
+beside the call (per task, so concurrent runs never see each other's)."""
+
+
+def recorded_verdicts(extension: Extension) -> Extension:
+    """An `Approval` whose approver's verdicts are steps (a copy); any other extension as is."""
+    if not isinstance(extension, Approval):
+        return extension
+    if isinstance(extension.approver, WaitForApproval | RecordedApprover):
+        return extension
+    wrapped = copy.copy(extension)
+    wrapped.approver = RecordedApprover(extension.approver)
+    return wrapped
 
 
 def make_durable_parts(agent: Agent) -> None:
-    """Route the agent's model, tools and approver through DBOS steps (once)."""
-    if isinstance(agent.tools, DurableRegistry):
+    """Route the agent's model calls and approvers through DBOS steps (once)."""
+    if isinstance(agent.llm, DurableLLM):
         return
-    agent.inner_llm = agent.llm  # type: ignore[attr-defined]
-    agent.llm = DurableLLM(agent.llm)
-    agent.tools = DurableRegistry.of(agent.tools)
-    if not isinstance(agent.approver, WaitForApproval):
-        agent.approver = RecordedApprover(agent.approver)
-
-
-_CLASSES: dict[type[Agent], type[Agent]] = {}
+    agent.llm = DurableLLM(cast(LLM, agent.llm))
+    agent.extensions = [recorded_verdicts(e) for e in agent.extensions]
 
 
 def durable(agent: Agent) -> Agent:
@@ -144,8 +187,6 @@ def durable(agent: Agent) -> Agent:
     `DurableAgent` steps; its overrides of the other steps stay as they are)."""
     if not isinstance(agent, DurableAgent):
         base = type(agent)
-        if base not in _CLASSES:
-            _CLASSES[base] = type(f"Durable{base.__name__}", (DurableAgent, base), {})
-        agent.__class__ = _CLASSES[base]
+        agent.__class__ = type(f"Durable{base.__name__}", (DurableAgent, base), {})
     make_durable_parts(agent)
     return agent

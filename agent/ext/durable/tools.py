@@ -29,9 +29,10 @@ from typing import Any
 
 from dbos import DBOS
 
-from agent.tools import ToolCall, ToolOutcome, ToolRegistry
+from agent.tool_runs import Tools, arun_all
+from agent.tools import ToolCall, ToolOutcome
 
-__all__ = ["DurableRegistry", "unknown_outcome"]
+__all__ = ["run_as_steps", "unknown_outcome"]
 
 
 def unknown_outcome(call: ToolCall) -> str:
@@ -47,59 +48,43 @@ def _echo(nonce: str) -> str:
     return nonce
 
 
-class DurableRegistry(ToolRegistry):
-    """The agent's tools, each call run as a DBOS step (only inside a DBOS workflow)."""
+async def run_as_steps(
+    registry: Tools, calls: Sequence[ToolCall], on_done: Callable[[ToolOutcome], None] | None = None
+) -> list[ToolOutcome]:
+    """The calls that passed the extensions' hooks, each a DBOS step (`run_turn`'s `execute`)."""
+    cut_off = [await _started(registry, call) for call in calls]  # one after another: in call order
+    steps = [
+        DBOS.run_step_async({"name": f"tool:{c.name}"}, _runner(registry, c, cut))
+        for c, cut in zip(calls, cut_off, strict=True)
+    ]
+    # numbered as they start (in call order, before their first await), then run at once
+    records: list[tuple[Any, bool, float]] = await asyncio.gather(*steps)
+    outcomes = []
+    for call, (value, is_error, seconds) in zip(calls, records, strict=True):
+        outcome = ToolOutcome(call, value, is_error, seconds, registry.get(call.name))
+        if on_done is not None:
+            on_done(outcome)
+        outcomes.append(outcome)
+    return outcomes
 
-    @classmethod
-    def of(cls, registry: ToolRegistry) -> DurableRegistry:
-        if isinstance(registry, DurableRegistry):
-            return registry
-        tools = [*registry, *registry.server_tools]  # the API runs server tools: declared, never stepped
-        return cls(tools, registry.default_timeout, registry.max_output_chars)
 
-    async def arun_all(
-        self,
-        calls: Sequence[ToolCall],
-        on_done: Callable[[ToolOutcome], None] | None = None,
-        *,
-        block: bool = False,  # steps always run on the workflow's event loop
-    ) -> list[ToolOutcome]:
-        cut_off = [await self._started(call) for call in calls]  # one after another: in call order
-        steps = [
-            DBOS.run_step_async({"name": f"tool:{c.name}"}, self._runner(c, cut))
-            for c, cut in zip(calls, cut_off, strict=True)
-        ]
-        # numbered as they start (in call order, before their first await), then run at once
-        records: list[tuple[Any, bool, float]] = await asyncio.gather(*steps)
-        outcomes = []
-        for call, (value, is_error, seconds) in zip(calls, records, strict=True):
-            outcome = ToolOutcome(call, value, is_error, seconds, self.get(call.name))
-            if on_done is not None:
-                on_done(outcome)
-            outcomes.append(outcome)
-        return outcomes
+async def _started(registry: Tools, call: ToolCall) -> bool:
+    """For an irreversible call: record that it starts; True when an earlier execution
+    already did (and so may have run it)."""
+    tool_ = registry.get(call.name)
+    if tool_ is None or not tool_.irreversible:
+        return False
+    nonce = uuid.uuid4().hex
+    return bool(await DBOS.run_step_async({"name": f"started:{call.name}"}, _echo, nonce) != nonce)
 
-    def run_all(
-        self, calls: Sequence[ToolCall], on_done: Callable[[ToolOutcome], None] | None = None
-    ) -> list[ToolOutcome]:
-        raise RuntimeError("a durable run's tools run on the event loop (Agent.arun), not run_all")
 
-    async def _started(self, call: ToolCall) -> bool:
-        """For an irreversible call: record that it starts; True when an earlier execution
-        already did (and so may have run it)."""
-        tool_ = self.get(call.name)
-        if tool_ is None or not tool_.irreversible:
-            return False
-        nonce = uuid.uuid4().hex
-        return bool(await DBOS.run_step_async({"name": f"started:{call.name}"}, _echo, nonce) != nonce)
+def _runner(
+    registry: Tools, call: ToolCall, cut_off: bool
+) -> Callable[[], Coroutine[Any, Any, tuple[Any, bool, float]]]:
+    async def run() -> tuple[Any, bool, float]:
+        if cut_off:
+            return unknown_outcome(call), True, 0.0
+        [outcome] = await arun_all(registry, [call])
+        return outcome.value, outcome.is_error, outcome.seconds
 
-    def _runner(
-        self, call: ToolCall, cut_off: bool
-    ) -> Callable[[], Coroutine[Any, Any, tuple[Any, bool, float]]]:
-        async def run() -> tuple[Any, bool, float]:
-            if cut_off:
-                return unknown_outcome(call), True, 0.0
-            [outcome] = await ToolRegistry.arun_all(self, [call])
-            return outcome.value, outcome.is_error, outcome.seconds
-
-        return run
+    return run

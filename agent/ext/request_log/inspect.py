@@ -28,7 +28,7 @@ __all__ = ["kind_of", "main", "render_request", "session_messages_at"]
 
 
 def kind_of(path: str | Path) -> str:
-    """"requests" or "session", from the file's first line."""
+    """ "requests" or "session", from the file's first line."""
     with open(path, encoding="utf-8") as file:
         first = file.readline()
     try:

@@ -96,6 +96,7 @@ GROUPS: tuple[str, ...] = (
     "outage incident downtime degraded",
 )
 
+
 @functools.cache
 def _by_word() -> dict[str, frozenset[str]]:
     """Stem -> the stems of its groups, built on first use (stemming loads the extra)."""
