@@ -36,10 +36,12 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agent.context.artifacts import ArtifactStore, find_pointer, marker
 from agent.messages import Msg, blocks, content_text, tool_names_by_id
+
+if TYPE_CHECKING:
+    from agent.context.artifacts import ArtifactStore
 
 __all__ = [
     "STUB_PREFIX",
@@ -76,8 +78,13 @@ def _nothing(tool_use_id: str) -> str | None:
 def artifact_pointers(store: ArtifactStore | None) -> PointerFor:
     """tool_use_id -> `artifact:<name>` for results the run's artifact store holds."""
 
+    if store is None:
+        return _nothing
+
     def pointer(tool_use_id: str) -> str | None:
-        name = store.name_for(tool_use_id) if store is not None else None
+        from agent.context.artifacts import marker
+
+        name = store.name_for(tool_use_id)
         return marker(name) if name else None
 
     return pointer
@@ -168,6 +175,8 @@ def _prunable(
     text = content_text(block.get("content"))
     if len(text) <= SHORTEST_STUB:
         return None
+    from agent.context.artifacts import find_pointer, marker  # loaded once something is pruned
+
     inline = find_pointer(text)
     # a pointer the diet left in the text wins: it is what the model saw
     pointer = marker(inline) if inline else pointer_for(block.get("tool_use_id", ""))

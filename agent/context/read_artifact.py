@@ -27,8 +27,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from agent.context.artifacts import MAX_READ_BYTES, read_artifact_text
-from agent.context.compress import compress
 from agent.context.pattern_search import compile_pattern, search, syntax_help
 from agent.tools import Tool, tool
 
@@ -148,7 +146,7 @@ def make_read_artifact(
     root: str | Path,
     *,
     max_chars: int = 6000,
-    max_read_bytes: int = MAX_READ_BYTES,
+    max_read_bytes: int = 16 * 1024 * 1024,  # agent.context.artifacts.MAX_READ_BYTES
     search_seconds: float = 3.0,
 ) -> Tool:
     """A `read_artifact` tool reading the store under `root`: it reads at most `max_read_bytes`
@@ -158,6 +156,8 @@ def make_read_artifact(
     def read_artifact(
         name: str, start_line: int = 0, end_line: int = 0, json_path: str = "", pattern: str = ""
     ) -> str:
+        from agent.context.artifacts import read_artifact_text  # loaded when the model first reads
+
         text, size = read_artifact_text(base, name, max_bytes=max_read_bytes)
         partial = size > max_read_bytes
         if json_path:
@@ -177,6 +177,8 @@ def make_read_artifact(
             selected = json.dumps(select_json(data, json_path), ensure_ascii=False, separators=(",", ":"))
             if len(selected) <= max_chars:
                 return selected
+            from agent.context.compress import compress
+
             return compress(json.loads(selected), max_chars, pointer=name)
         lines = text.splitlines()
         first = max(start_line, 1)

@@ -14,12 +14,14 @@ import itertools
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agent.context.compact import Compaction
 from agent.context.prune import _names_by_id, call_signature, is_stub
 from agent.events import Event, emit
 from agent.messages import Msg, blocks, shared_length
+
+if TYPE_CHECKING:
+    from agent.context.compact import Compaction
 
 __all__ = ["newly_pruned", "report_compaction", "report_prune"]
 
