@@ -2,7 +2,7 @@
 
 `call_with_retries` is the loop's `call_model`: one attempt through the seam, tried again
 on a transient failure (each retry budget-checked, each failed attempt that may have
-been billed counted at a conservative estimate, `agent.retry`).
+been billed counted at a conservative estimate, `agent.accounting`).
 
 After every answer the run learns four things, each read by a later step: the usage
 record (priced at the model's own prices, logged, appended to `usage_log`), the token
@@ -11,23 +11,39 @@ size of each new thinking block (so an empty-looking block is not mistaken for a
 one), and the prefix guard's view (so a silent cache miss gets a reason). A response
 that carries no usage at all (a compatible server that sends none) is estimated, never
 booked as free.
+
+Retrying a failed model call without hiding what the failures cost.
+
+The SDK retries 408/409/429/5xx and lost connections on its own, but its retries are
+invisible: a call that timed out twice and then succeeded reports one usage, while the
+server may have billed three. A dollar budget that cannot see two thirds of the bill is
+not a budget. So the agent owns the retry loop (the SDK's own retries are switched off,
+see `AnthropicLLM.without_retries`), and every failed attempt that the server may have
+billed (a timeout, a dropped connection, a malformed answer) is recorded with a
+conservative estimate: the whole prompt at the dearest input price it could have been
+billed at, and as much output as the run's calls have averaged. Budgets are checked
+again before each retry, so the README's promise holds under timeouts too: a budget is
+overshot by at most one call.
+
+Pure functions: what to retry, how long to wait, what an attempt may have cost.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+import anthropic
 from anthropic.types import Message
 from anthropic.types import Usage as SDKUsage
 
-from agent import retry
 from agent.budget import check_budgets
 from agent.context.history import HistoryPolicy, SummaryCutOff
 from agent.context.tokens import estimate_tokens, prompt_estimate
@@ -35,8 +51,7 @@ from agent.errors import ModelCallFailed
 from agent.events import Event, emit
 from agent.llm import LLM
 from agent.messages import final_text, text_of
-from agent.models import ModelInfo
-from agent.retry import estimated_attempt
+from agent.models import ModelInfo, Price
 from agent.steps import ask
 from agent.usage import Usage
 
@@ -46,13 +61,77 @@ if TYPE_CHECKING:
     from agent.state import RunState
 
 __all__ = [
+    "MAX_BACKOFF_S",
+    "backoff_seconds",
     "book_answer",
     "book_failed_attempt",
     "book_usage",
     "call_with_retries",
+    "estimated_attempt",
     "larger_budget",
+    "may_be_billed",
+    "retryable",
     "summarizer",
 ]
+
+MAX_BACKOFF_S = 8.0
+MAX_RETRY_AFTER_S = 60.0
+RETRY_STATUSES = frozenset({408, 409, 429})
+DEFAULT_OUTPUT_GUESS = 1024
+_UNREADABLE_OR_LOST = (
+    anthropic.APIConnectionError,
+    anthropic.APIResponseValidationError,
+    json.JSONDecodeError,
+)
+"""Errors after which the server may have done the work: lost, timed out, or answered unreadably."""
+
+
+def retryable(error: BaseException) -> bool:
+    """Worth another attempt: a lost connection or timeout, a malformed answer, or a status the
+    API documents as transient (408, 409, 429, 5xx). A 400 or 401 will fail the same way again."""
+    if may_be_billed(error):
+        return True
+    if isinstance(error, anthropic.APIStatusError):
+        return error.status_code in RETRY_STATUSES or error.status_code >= 500
+    return False
+
+
+def may_be_billed(error: BaseException) -> bool:
+    """The server may have done (and billed) the work: it timed out or the connection dropped
+    after the request went out, or it answered with a body the client could not read. An error
+    status is an answer that the API does not bill."""
+    return isinstance(error, _UNREADABLE_OR_LOST)
+
+
+def backoff_seconds(error: BaseException, attempt: int) -> float:
+    """The server's `retry-after` when it sent one (capped), else exponential from 0.5 s."""
+    response = getattr(error, "response", None)
+    header = response.headers.get("retry-after") if response is not None else None
+    if header is not None:
+        try:
+            return min(MAX_RETRY_AFTER_S, max(0.0, float(header)))
+        except ValueError:
+            pass
+    return min(MAX_BACKOFF_S, 0.5 * 2.0**attempt)
+
+
+def estimated_attempt(
+    step: int,
+    model: str,
+    prompt_tokens: int,
+    earlier: Sequence[Usage],
+    price: Price | None,
+    max_tokens: int,
+) -> Usage:
+    """A conservative usage record for an attempt that failed after it may have been billed."""
+    outputs = [u.output for u in earlier if u.purpose == "step"]
+    output = min(max_tokens, max(outputs) if outputs else DEFAULT_OUTPUT_GUESS)
+    cost = None
+    if price is not None:
+        dearest = max(price.input, price.cache_write_5m, price.cache_write_1h)
+        cost = (prompt_tokens * dearest + output * price.output) / 1e6
+    return Usage(step, model, None, prompt_tokens, 0, 0, output, cost, purpose="failed_attempt")
+
 
 log = logging.getLogger("agent")
 
@@ -63,7 +142,7 @@ def book_usage(config: AgentConfig, state: RunState, record: Usage) -> None:
 
 
 def book_failed_attempt(config: AgentConfig, request: Mapping[str, Any], state: RunState) -> None:
-    """Book a failed attempt that the server may have billed, at `agent.retry`'s conservative
+    """Book a failed attempt that the server may have billed, at `agent.accounting`'s conservative
     estimate (the whole prompt at the dearest input price, the run's largest output)."""
     model = request["model"]
     estimate = estimated_attempt(
@@ -143,11 +222,11 @@ async def _retry_after(
 ) -> bool:
     """Count what a failed attempt may have cost, then say whether to try again (a transient
     error, retries left, and the budgets still allow the next attempt)."""
-    if retry.may_be_billed(error):
+    if may_be_billed(error):
         book_failed_attempt(config, request, state)
-    if not retry.retryable(error) or attempt >= (config.model_retries or 0):
+    if not retryable(error) or attempt >= (config.model_retries or 0):
         return False
-    wait = retry.backoff_seconds(error, attempt)
+    wait = backoff_seconds(error, attempt)
     failure, tries = f"{type(error).__name__}: {error}", f"{attempt + 1} of {config.model_retries}"
     log.warning("[step %d] model call failed (%s); retry %s in %.1f s", state.step, failure, tries, wait)
     check_budgets(request, state, config.budget_policy())

@@ -7,6 +7,8 @@ work is never lost just because the run could not finish.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -20,7 +22,14 @@ __all__ = [
     "ModelCallFailed",
     "StepBudgetExceeded",
     "TokenBudgetExceeded",
+    "did_you_mean",
 ]
+
+
+def did_you_mean(name: str, options: Iterable[str], cutoff: float = 0.6) -> str:
+    """' (did you mean "x"?)' for the closest option, else ''."""
+    close = difflib.get_close_matches(name, list(options), n=1, cutoff=cutoff)
+    return f' (did you mean "{close[0]}"?)' if close else ""
 
 
 class AgentError(Exception):

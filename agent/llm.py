@@ -132,7 +132,7 @@ class AnthropicLLM:
     `ANTHROPIC_API_KEY` and `ANTHROPIC_BASE_URL` (the SDK's own lookup), so any
     Messages-API-compatible server works unchanged. `timeout` goes to the SDK.
     `max_retries` is how often a failed call is tried again; an `Agent` takes the retrying
-    over (`without_retries`) so that its budgets see every attempt (`agent.retry`).
+    over (`without_retries`) so that its budgets see every attempt (`agent.accounting`).
     `stream=False` sends plain requests (the SDK then refuses large `max_tokens`).
     """
 

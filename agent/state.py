@@ -13,7 +13,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from agent.context.guard import PrefixGuard
+from agent.context.cache import PrefixGuard
 from agent.context.tokens import Calibration
 from agent.messages import Msg
 from agent.result import RunResult

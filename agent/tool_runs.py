@@ -12,8 +12,14 @@ denial or a recorded result settles it without running), a gated call runs only 
 extension decides gates (`Extension.gate`), and each outcome passes `after_tool` the
 moment it is known, so an extension can make it durable while slower calls still run.
 
+What the model is told quietly is also said out loud: each failed outcome is a WARNING
+on the `agent` logger naming the tool and the step (a developer watching only the final
+answer would never learn that the refund was denied), and so is a result that reached
+the model as a default repr (`<Book object at 0x7f...>`: give the tool's return type a
+readable form).
+
 The functions take the registry as `Tools` (what they read of it: the tools by name, the
-default timeout, the output cap), so this module needs nothing of `agent.tools`.
+default timeout, the output cap).
 """
 
 from __future__ import annotations
@@ -24,35 +30,175 @@ import contextvars
 import copy
 import functools
 import inspect
+import logging
+import re
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 
-from agent.calls import (
-    Expired,
-    bound_output,
-    describe_validation,
-    in_main_thread,
-    input_problem,
-    invoke,
-    is_async,
-    shown_name,
-)
 from agent.events import Event, emit
-from agent.render import describe_error, renderable
-from agent.signature import call_arguments
-from agent.tool_warnings import warn_outcomes
+from agent.render import describe_error, renderable, safe_text
+from agent.schema import call_arguments
 from agent.tools import Tool, ToolCall, ToolOutcome
 
 if TYPE_CHECKING:
     from agent.state import RunState
 
-__all__ = ["Execute", "Tools", "arun_all", "run_all", "run_one", "run_turn", "timeout_for"]
+
+__all__ = [
+    "KINDS",
+    "TOOL_NAME",
+    "Execute",
+    "Expired",
+    "Tools",
+    "arun_all",
+    "bound_output",
+    "default_repr",
+    "describe_validation",
+    "in_main_thread",
+    "input_problem",
+    "invoke",
+    "is_async",
+    "run_all",
+    "run_one",
+    "run_turn",
+    "shown_name",
+    "timeout_for",
+    "warn_outcomes",
+]
+
+
+TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,128}")
+"""A tool name the API accepts (matched whole: a trailing newline is not a name)."""
+
+
+class Expired(Exception):
+    """An async tool ran past its timeout (not a TimeoutError the tool raised itself)."""
+
+
+def invoke(fn: Callable[..., Any], arguments: BaseModel, timeout: float | None) -> Any:
+    """Call `fn` with its validated arguments; a coroutine it returns is run to its timeout."""
+    args, kwargs = call_arguments(fn, arguments)
+    value = fn(*args, **kwargs)
+    if inspect.iscoroutine(value):  # `async def`, an async __call__, a partial of either
+        return asyncio.run(_bounded(value, timeout))
+    return value
+
+
+def is_async(fn: Callable[..., Any]) -> bool:
+    """Declared `async` (a function, a partial of one, an object with an async `__call__`): such
+    a tool can be awaited on the caller's event loop. Anything else runs in a thread, where
+    `invoke` still runs a coroutine it happens to return."""
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
+
+
+async def _bounded(coroutine: Coroutine[Any, Any, Any], timeout: float | None) -> Any:
+    task = asyncio.ensure_future(coroutine)
+    done, _ = await asyncio.wait({task}, timeout=timeout)
+    if not done:
+        task.cancel()
+        raise Expired
+    return task.result()
+
+
+def input_problem(arguments: object) -> str | None:
+    """Why a call's input is not an object of named arguments, or None if it is one."""
+    if isinstance(arguments, Mapping):
+        try:
+            odd = [key for key in arguments if not isinstance(key, str)]
+        except Exception as error:
+            return f"the input cannot be read ({describe_error(error)})"
+        return f"argument names must be strings, got {safe_text(odd[0], 50)}" if odd else None
+    kinds = {str: "a string", bool: "a boolean", int: "a number", float: "a number", list: "an array"}
+    kind = "null" if arguments is None else kinds.get(type(arguments), f"a {type(arguments).__name__}")
+    return f"the input must be a JSON object of named arguments, not {kind}"
+
+
+def shown_name(name: object) -> str:
+    """A tool name the model sent, as an error message may quote it."""
+    if isinstance(name, str) and TOOL_NAME.fullmatch(name):
+        return name
+    try:
+        return safe_text(repr(name), 140)
+    except Exception:
+        return "(unprintable name)"
+
+
+def in_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+def bound_output(value: Any, limit: int, name: str) -> Any:
+    """A str or bytes result longer than `limit` cut to its head and tail (other values as is)."""
+    if not isinstance(value, (str, bytes)) or len(value) <= limit:
+        return value
+    cut = len(value) - limit
+    note = f"\n[... {cut:,} chars cut: {name} returned {len(value):,}, over the {limit:,} kept ...]\n"
+    if isinstance(value, bytes):
+        return value[: limit // 2] + note.encode() + value[len(value) - limit // 2 :]
+    return value[: limit // 2] + note + value[len(value) - limit // 2 :]
+
+
+def describe_validation(name: str, error: ValidationError) -> str:
+    problems = []
+    for item in error.errors():
+        where = ".".join(str(part) for part in item["loc"]) or "(input)"
+        problems.append(f"{where}: {item['msg']}")
+    return f"invalid input for {name}: " + "; ".join(problems)
+
+
+log = logging.getLogger("agent")
+
+KINDS = (("denied: ", "was denied"), ("timeout: ", "timed out"), ("invalid input for ", "got invalid input"))
+"""(prefix of the error text, how the warning words it); any other error text is an exception."""
+_REPR = re.compile(r"<[A-Za-z_][\w.]* object at 0x[0-9a-fA-F]+>")
+_SCANNED = 200_000
+"""Characters of a result searched for a repr: enough for any object's, and bounded."""
+
+
+def warn_outcomes(outcomes: Sequence[ToolOutcome], step: int) -> None:
+    """One WARNING per failed call, and one per result that shows a default repr."""
+    for outcome in outcomes:
+        name = outcome.call.name
+        if outcome.is_error:
+            text = str(outcome.value)
+            kind = next((words for prefix, words in KINDS if text.startswith(prefix)), "failed")
+            first = text.splitlines()[0][:300] if text else ""
+            log.warning("[step %d] tool %s %s: %s", step, name, kind, first)
+        else:
+            shown = default_repr(outcome.value)
+            if shown is not None:
+                log.warning(
+                    "[step %d] tool %s returned %s: the model reads only that repr; return a dict, "
+                    "a dataclass, a pydantic model or a str instead",
+                    step,
+                    name,
+                    shown,
+                )
+
+
+def default_repr(value: Any) -> str | None:
+    """The first `<X object at 0x...>` in the strings of a rendered result, or None."""
+    stack, budget = [value], _SCANNED
+    while stack and budget > 0:
+        item = stack.pop()
+        if isinstance(item, str):
+            text = item[:budget]
+            budget -= len(text)
+            if " object at 0x" in text:
+                found = _REPR.search(text)
+                if found:
+                    return found.group()
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return None
 
 
 class Tools(Protocol):

@@ -1,6 +1,6 @@
 """Tools: what a tool is, and the registry that declares an agent's tools in a stable order.
 
-`@tool` turns a callable into a `Tool` (`agent.signature` says which callables can be
+`@tool` turns a callable into a `Tool` (`agent.schema` says which callables can be
 tools, `agent.schema` builds the input model from its type hints and docstring), refusing
 at decoration time anything no call could ever get through. `ToolCall` is one call the
 model asked for, `ToolOutcome` what running it produced, `ServerTool` a tool the API runs
@@ -20,8 +20,14 @@ from typing import Any, overload
 
 from pydantic import BaseModel
 
-from agent.schema import check_sendable, input_model_for, json_schema, parse_docstring
-from agent.signature import caller_locals, describe_callable
+from agent.schema import (
+    caller_locals,
+    check_sendable,
+    describe_callable,
+    input_model_for,
+    json_schema,
+    parse_docstring,
+)
 
 __all__ = [
     "MAX_OUTPUT_CHARS",

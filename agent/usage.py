@@ -77,7 +77,7 @@ class Usage:
     """Searches the API ran for this call (`usage.server_tool_use`), each billed a fee."""
     web_fetches: int = 0
     server_tool_fees_usd: float = 0.0
-    """The per-use fees in `cost_usd` (`agent.fees`): what the server tools cost beyond tokens."""
+    """The per-use fees in `cost_usd` (`agent.models`): what the server tools cost beyond tokens."""
 
     @property
     def prompt(self) -> int:

@@ -19,7 +19,7 @@ What to look for in the output: `read=` is 0 at step 1 and then covers the previ
 step's whole prompt; `step_hit=` is this call's share of prompt tokens read from the
 cache, `run_hit=` the share over the run so far; `effort=low` on every line.
 Nothing volatile (a date, a request id) may go into the system prompt: one changed
-byte there and every read drops to 0 (the prefix guard in `agent/context/guard.py`
+byte there and every read drops to 0 (the prefix guard in `agent/context/cache.py`
 logs why).
 
     python -m examples.e06_caching            # offline, on the local simulator

@@ -10,8 +10,13 @@ from typing import Any
 import pytest
 
 from agent import Agent, tool
-from agent.context.cache import count_breakpoints, mark_breakpoints, strip_cache_control
-from agent.context.guard import PrefixGuard, prefix_changes
+from agent.context.cache import (
+    PrefixGuard,
+    count_breakpoints,
+    mark_breakpoints,
+    prefix_changes,
+    strip_cache_control,
+)
 from agent.testing import ScriptedLLM, reply, tool_use, validate_request
 from agent.usage import Usage
 

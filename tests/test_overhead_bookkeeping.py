@@ -26,9 +26,15 @@ from hypothesis import strategies as st
 from agent import tool
 from agent.context import tokens
 from agent.context.artifacts import find_pointer, marker
-from agent.context.cache import mark_breakpoints, strip_cache_control
+from agent.context.cache import (
+    PrefixGuard,
+    mark_breakpoints,
+    prefix_changes,
+    same_ignoring_cache_control,
+    strip_cache_control,
+)
 from agent.context.compact import compact
-from agent.context.guard import PrefixGuard, prefix_changes, same_ignoring_cache_control
+from agent.context.history import newly_pruned
 from agent.context.prune import (
     _names_by_id,
     _prunable,
@@ -40,7 +46,6 @@ from agent.context.prune import (
     stub_for,
     tool_result_turns,
 )
-from agent.context.report import newly_pruned
 from agent.context.tokens import Calibration, estimate_tokens
 from agent.ext.sessions import Session, resume
 from agent.messages import Msg, blocks, content_text, tool_names_by_id

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agent.context.compressors.jsonish import dump_full, normalize
-from agent.secrets import redact
 
 if TYPE_CHECKING:
     from agent.context.artifacts import ArtifactStore
@@ -136,6 +135,7 @@ def store_full(outcome: ToolOutcome, full: str, is_json: bool, store: ArtifactSt
     if store is None:
         return None
     from agent.context.artifacts import artifact_name
+    from agent.secrets import redact  # loaded when a result is first stored
 
     kept = redact(full)  # named after what is stored, so the name hashes no secret
     name = artifact_name(outcome.call.name, kept, is_json=is_json)

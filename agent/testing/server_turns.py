@@ -13,7 +13,7 @@ so does this module:
   The code-execution sub-tools (`bash_code_execution`, `text_editor_code_execution`)
   come with a declared `code_execution`.
 * **Usage.** `usage.server_tool_use` counts the web searches and fetches the reply
-  ran, so the client prices them (`agent.fees`) from what the API reports.
+  ran, so the client prices them (`agent.models`) from what the API reports.
 * **The container.** A reply that runs code runs it in a container: the one the
   request names (`container`, an id or `{"id": ...}`) if this simulator made it,
   else a new one. Each container's requests are listed in `Containers.used`.

@@ -18,8 +18,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent.context.cache import mark_breakpoints
-from agent.context.guard import prefix_changes
+from agent.context.cache import mark_breakpoints, prefix_changes
 from agent.context.prune import (
     STUB_PREFIX,
     newest_stubbed_turn,

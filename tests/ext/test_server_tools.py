@@ -23,8 +23,8 @@ from agent.ext.server_tools import (
     web_fetch,
     web_search,
 )
-from agent.fees import ServerToolFees
 from agent.messages import assistant_message, closing_results, opening_messages, unanswered_calls
+from agent.models import ServerToolFees
 from agent.testing import ScriptedLLM, reply, server_call, tool_use, validate_request
 from agent.testing.wire_shapes import check_shape
 

@@ -14,7 +14,7 @@ a call and its result kept one pair). What lives here is what the common ones ne
 * **The container.** Code execution runs in a container whose id comes back in the
   response (`container_of`); `Containers` sends it on the next request, which keeps the
   sandbox's files and state. An extension, because only code execution has one.
-* **Fees.** Web search is billed per search on top of tokens (`agent.fees`).
+* **Fees.** Web search is billed per search on top of tokens (`agent.models`).
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def web_search(
     user_location: Mapping[str, Any] | None = None,
     version: str = WEB_SEARCH,
 ) -> ServerTool:
-    """The API's web search: billed per search (`agent.fees`) plus the results as input tokens.
+    """The API's web search: billed per search (`agent.models`) plus the results as input tokens.
     `max_uses` caps searches per request, and with it the fee."""
     definition: dict[str, Any] = {"type": version, "name": "web_search"}
     definition |= _options(max_uses=_max_uses("web_search", max_uses))
@@ -111,7 +111,7 @@ def web_fetch(
 
 def code_execution(*, version: str = CODE_EXECUTION) -> ServerTool:
     """The API's sandboxed code execution (billed per container-hour beyond the free hours;
-    see `agent.fees`). With `Containers()`, its container id is sent back on later requests."""
+    see `agent.models`). With `Containers()`, its container id is sent back on later requests."""
     return ServerTool({"type": version, "name": "code_execution"})
 
 
