@@ -45,7 +45,7 @@ from anthropic.types import Message
 from anthropic.types import Usage as SDKUsage
 
 from agent.budget import check_budgets
-from agent.context.history import HistoryPolicy, SummaryCutOff
+from agent.context.history import SummaryCutOff
 from agent.context.tokens import estimate_tokens, prompt_estimate
 from agent.errors import ModelCallFailed
 from agent.events import Event, emit
@@ -56,7 +56,6 @@ from agent.steps import ask
 from agent.usage import Usage
 
 if TYPE_CHECKING:
-    from agent.budget import BudgetPolicy
     from agent.config import AgentConfig
     from agent.state import RunState
 
@@ -251,11 +250,10 @@ def _can_turn_thinking_off(info: ModelInfo | None) -> bool:
     return info is not None and info.thinks_by_default and "disabled" in info.thinking_types
 
 
-def summarizer(
-    llm: LLM, policy: HistoryPolicy, budgets: BudgetPolicy, state: RunState, usage_log: Any
-) -> Callable[[str], str]:
+def summarizer(config: AgentConfig, state: RunState) -> Callable[[str], str]:
     """One tool-less, budget-checked call per summary; its cost lands in the run's usage."""
-    log_path = Path(usage_log) if usage_log else None
+    llm, policy, budgets = cast(LLM, config.llm), config.history_policy(), config.budget_policy()
+    log_path = Path(config.usage_log) if config.usage_log else None
 
     def summarize(transcript: str) -> str:
         from agent.context.compact import SUMMARY_PROMPT, summary_request

@@ -26,7 +26,8 @@ so one agent can serve two runs at once.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from agent.state import RunState
     from agent.tools import ServerTool, Tool, ToolCall, ToolOutcome
 
-__all__ = ["Extension"]
+__all__ = ["Extension", "hooked"]
 
 Msg = dict[str, Any]
 
@@ -85,3 +86,20 @@ class Extension:
 
     def finish(self, run: RunState, error: BaseException | None) -> None:
         """The run ended, normally (`error` is None) or by `error`, which is raised after."""
+
+
+@asynccontextmanager
+async def hooked(run: RunState) -> AsyncIterator[None]:
+    """The run's extensions started (in order) before the body, and finished (in reverse)
+    after it: with None, or with the error the body raised, which is raised again. A
+    `start` that fails counts as the run failing: every extension still hears `finish`."""
+    try:
+        for ext in run.extensions:
+            await ext.start(run)
+        yield
+    except BaseException as error:
+        for ext in reversed(run.extensions):
+            ext.finish(run, error)
+        raise
+    for ext in reversed(run.extensions):
+        ext.finish(run, None)

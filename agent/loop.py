@@ -10,39 +10,24 @@
     run_tools        run one turn's calls in parallel; results come back in call order
     render_result    the text the model reads for one tool result (the diet)
 
-Everything else is an `Extension` (`agent.extension`): the loop calls their hooks at
-these points and names none. `run` drives the one loop coroutine on a private event
-loop (`agent.steps`); the history is never mutated: each step builds a new list.
+Everything else is an `Extension` (`agent.extension`): the loop calls their hooks at these
+points and names none. The history is never mutated: each step builds a new list.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 from anthropic.types import Message
 
-from agent import accounting, budget
+from agent import accounting, budget, models
+from agent import messages as wire
 from agent.config import AgentConfig
-from agent.context import diet, history
-from agent.context.cache import mark_breakpoints
-from agent.context.thinking import thinking_param
+from agent.context import cache, diet, history, thinking
 from agent.errors import StepBudgetExceeded
 from agent.events import Event, emit
-from agent.extension import Extension
-from agent.llm import LLM
-from agent.messages import (
-    Msg,
-    assistant_message,
-    cut_off_early,
-    final_text,
-    opening_messages,
-    stop_detail,
-    text_of,
-    tool_calls,
-    tool_result_block,
-)
-from agent.models import check_effort
+from agent.extension import Extension, hooked
 from agent.state import RunResult, RunState
 from agent.steps import blocking, run_sync, settle
 from agent.tool_runs import run_turn
@@ -55,50 +40,40 @@ class Agent(AgentConfig):
     """A model, a system prompt and tools, run in a loop under budgets."""
 
     def run(
-        self, prompt: str, *, history: Sequence[Msg] = (), extensions: Sequence[Extension] = ()
+        self, prompt: str, *, history: Sequence[wire.Msg] = (), extensions: Sequence[Extension] = ()
     ) -> RunResult:
         """Answer `prompt` (after `history`, if any), calling tools until the model is done.
         `extensions` join the agent's own for this run only, ahead of them (a session file)."""
         return run_sync(lambda: self.arun(prompt, history=history, extensions=extensions))
 
     async def arun(
-        self, prompt: str, *, history: Sequence[Msg] = (), extensions: Sequence[Extension] = ()
+        self, prompt: str, *, history: Sequence[wire.Msg] = (), extensions: Sequence[Extension] = ()
     ) -> RunResult:
         """`run`, awaited: many runs can share one event loop."""
-        messages = opening_messages(history, prompt, tools_declared=len(self.registry) > 0)
+        messages = wire.opening_messages(history, prompt, tools_declared=len(self.registry) > 0)
         return await self.arun_state(RunState(messages=messages, prompt=prompt), extensions)
 
     async def arun_state(self, state: RunState, extensions: Sequence[Extension] = ()) -> RunResult:
         """Run from `state`: a fresh one, or one an extension restored (a resumed session)."""
         state.agent, state.extensions = self, [*extensions, *self.extensions]
         try:
-            for ext in state.extensions:
-                await ext.start(state)
-            result = await self.loop(state)
-        except BaseException as error:
-            for ext in reversed(state.extensions):
-                ext.finish(state, error)
-            raise
+            async with hooked(state):  # each extension's `start`, then its `finish`
+                return await self.loop(state)
         finally:
             if state.artifacts is not None:
                 state.artifacts.close()
-        for ext in reversed(state.extensions):
-            ext.finish(state, None)
-        return result
 
     async def loop(self, state: RunState) -> RunResult:
         """Step until the model gives a final answer or a budget stops the run."""
         if state.pending is not None:  # restored mid-turn: answer that turn's calls first
-            reply, pending = state.pending
-            state.pending = None
-            self.append(
-                state, reply, await self.rendered(await settle(self.run_tools(pending, state)), state)
-            )
+            (reply, pending), state.pending = state.pending, None
+            outcomes = await settle(self.run_tools(pending, state))
+            self.append(state, reply, await self.rendered(outcomes, state))
         while True:
             if state.step >= self.max_steps:
                 raise StepBudgetExceeded(
                     f"max_steps={self.max_steps} reached with the task unfinished",
-                    state.result(final_text(state.messages), "max_steps"),
+                    state.result(wire.final_text(state.messages), "max_steps"),
                 )
             state.step += 1
             emit(self.on_event, Event("step_start", state.step))
@@ -107,37 +82,34 @@ class Agent(AgentConfig):
             request = self.build_request(state)
             self.check_budgets(request, state)
             response = await settle(self.call_model(request, state))
-            if cut_off_early(response):
+            if wire.cut_off_early(response):
                 response = await settle(self.retry_with_room(request, response, state))
             emit(self.on_event, Event("step_end", state.step, response.stop_reason or ""))
 
-            calls = tool_calls(response)
+            calls = wire.tool_calls(response)
             if response.stop_reason == "tool_use" and calls:
-                turn = assistant_message(response)
+                turn = wire.assistant_message(response)
                 outcomes = await settle(self.run_tools(calls, state))
                 self.append(state, turn, await self.rendered(outcomes, state))
             elif response.stop_reason == "pause_turn":
-                self.append(state, assistant_message(response))  # sent back as-is to continue
+                self.append(state, wire.assistant_message(response))  # sent back as-is to continue
             else:  # a final answer or a turn cut off: no call runs now, none is left unanswered
-                self.append(state, assistant_message(response, drop_tool_uses=True, after=state.messages))
+                final = wire.assistant_message(response, drop_tool_uses=True, after=state.messages)
+                self.append(state, final)
                 stop = response.stop_reason or "end_turn"
-                return state.result(text_of(response), stop, stop_detail(stop))
+                return state.result(wire.text_of(response), stop, wire.stop_detail(stop))
 
-    def prepare_context(self, state: RunState) -> list[Msg]:
+    def prepare_context(self, state: RunState) -> list[wire.Msg]:
         """The history to send this step, as a new list (`agent.context.history`), then
         each extension's `history` hook."""
-        policy = self.history_policy()
-        summarize = accounting.summarizer(
-            cast(LLM, self.llm), policy, self.budget_policy(), state, self.usage_log
-        )
         messages = history.shrink(
             state.messages,
             state.step,
-            policy,
+            self.history_policy(),
             calibration=state.calibration,
             prompt=state.prompt,
             measure=lambda candidate: self.measure(state, candidate),
-            summarize=summarize,
+            summarize=accounting.summarizer(self, state),
             store=state.artifacts,
         )
         for ext in state.extensions:
@@ -152,23 +124,23 @@ class Agent(AgentConfig):
         """The request body in the API's cache order (tools, system, messages), cache
         breakpoints placed, then each extension's `request` hook."""
         effort = self.choose_effort(state)
-        check_effort(effort, self.models.lookup(self.model))
-        thinking, betas = thinking_param(self.thinking, self.history_strategy())
+        models.check_effort(effort, self.models.lookup(self.model))
+        think, betas = thinking.thinking_param(self.thinking, self.history_strategy())
         request: dict[str, Any] = {"model": self.model, "max_tokens": self.output_budget()}
         if self.system:
             request["system"] = [{"type": "text", "text": self.system}]
         if len(self.registry):
             request["tools"] = self.registry.declarations()
         request["messages"] = state.messages
-        if thinking is not None:
-            request["thinking"] = thinking
+        if think is not None:
+            request["thinking"] = think
         if effort is not None:
             request["output_config"] = {"effort": effort}
         betas = [*betas, *(b for b in self.registry.betas() if b not in betas)]  # server tools' too
         if betas:
             request["betas"] = betas  # sent as the anthropic-beta header, not in the body
         if self.cache:
-            request = mark_breakpoints(request, self.cache_ttl)
+            request = cache.mark_breakpoints(request, self.cache_ttl)
         for ext in state.extensions:
             request = ext.request(request, state)
         return request
@@ -178,8 +150,7 @@ class Agent(AgentConfig):
         budget.check_budgets(request, state, self.budget_policy())
 
     async def call_model(self, request: dict[str, Any], state: RunState) -> Message:
-        """One call through the seam, tried again on a transient failure (each retry
-        budget-checked, each failed attempt that may have been billed counted); a call that
+        """One call through the seam, retried when transient, each attempt booked; a call that
         still fails raises `ModelCallFailed` carrying the partial run (`agent.accounting`)."""
         response = await accounting.call_with_retries(self, request, state)
         for ext in state.extensions:
@@ -198,31 +169,30 @@ class Agent(AgentConfig):
         return await settle(self.call_model(retry, state))
 
     async def run_tools(self, calls: Sequence[ToolCall], state: RunState) -> list[ToolOutcome]:
-        """Run one turn's calls in parallel, through the extensions' `before_tool` and
-        `after_tool` hooks (`agent.tool_runs.run_turn`); outcomes in call order."""
+        """One turn's calls in parallel, through the extensions' tool hooks; in call order."""
         return await run_turn(self.registry, calls, state, self.on_event)
 
     def render_result(self, outcome: ToolOutcome, state: RunState) -> str | list[dict[str, Any]]:
         """The content the model reads for one outcome: an extension's, else the diet's."""
-        extensions: list[Extension] = state.extensions
+        extensions: list[Extension] = state.extensions  # typed here: `agent.state` cannot import the seam
         for ext in extensions:
             if (content := ext.render(outcome, state)) is not None:
                 return content
         return diet.render_outcome(outcome, self.diet_policy(outcome), lambda: self.artifact_store(state))
 
-    async def rendered(self, outcomes: Sequence[ToolOutcome], state: RunState) -> Msg:
-        """ONE user message holding every tool_result, in call order (off the event loop:
-        an extension's renderer may call a model)."""
+    async def rendered(self, outcomes: Sequence[ToolOutcome], state: RunState) -> wire.Msg:
+        """ONE user message of every tool_result in call order (an extension's renderer may
+        call a model: off the event loop then)."""
 
         def render_all() -> list[str | list[dict[str, Any]]]:
             return [self.render_result(o, state) for o in outcomes]
 
         renders = any(type(ext).render is not Extension.render for ext in state.extensions)
-        results = await blocking(render_all) if renders else render_all()
-        blocks = [tool_result_block(o.call.id, r, o.is_error) for o, r in zip(outcomes, results, strict=True)]
+        pairs = zip(outcomes, await blocking(render_all) if renders else render_all(), strict=True)
+        blocks = [wire.tool_result_block(o.call.id, r, o.is_error) for o, r in pairs]
         return {"role": "user", "content": blocks}
 
-    def append(self, state: RunState, *new: Msg | None) -> None:
+    def append(self, state: RunState, *new: wire.Msg | None) -> None:
         """Extend the history with new turns (as a new list); extensions `record` them."""
         added = [m for m in new if m is not None]
         state.messages = [*state.messages, *added]
