@@ -140,14 +140,16 @@ def book_usage(config: AgentConfig, state: RunState, record: Usage) -> None:
     state.usage.add(record, Path(config.usage_log) if config.usage_log else None)
 
 
-def book_failed_attempt(config: AgentConfig, request: Mapping[str, Any], state: RunState) -> None:
+def book_failed_attempt(
+    config: AgentConfig, request: Mapping[str, Any], state: RunState, raw: int | None = None
+) -> None:
     """Book a failed attempt that the server may have billed, at `agent.accounting`'s conservative
     estimate (the whole prompt at the dearest input price, the run's largest output)."""
     model = request["model"]
     estimate = estimated_attempt(
         state.step,
         model,
-        state.calibration.estimate(request),
+        state.calibration.estimate(request, raw),
         state.usage.steps,
         config.models.price(model),
         request["max_tokens"],
@@ -156,15 +158,21 @@ def book_failed_attempt(config: AgentConfig, request: Mapping[str, Any], state: 
 
 
 def book_answer(
-    config: AgentConfig, request: Mapping[str, Any], response: Message, state: RunState, latency_s: float
+    config: AgentConfig,
+    request: Mapping[str, Any],
+    response: Message,
+    state: RunState,
+    latency_s: float,
+    raw: int | None = None,
 ) -> Message:
-    """Record `response` (the answer to `request`) in the run's books; returns the response,
-    with an estimated usage when the server sent none."""
+    """Record `response` (the answer to `request`, whose `prompt_estimate` is `raw`) in the
+    run's books; returns the response, with an estimated usage when the server sent none."""
+    raw = prompt_estimate(request) if raw is None else raw
     if getattr(response, "usage", None) is None:
         log.warning("[step %d] the response carried no usage; recording an estimate", state.step)
         content = [b.model_dump(mode="json") for b in response.content]
         guess = {
-            "input_tokens": state.calibration.estimate(request),
+            "input_tokens": state.calibration.estimate(request, raw),
             "output_tokens": estimate_tokens(content),
         }
         response = response.model_copy(update={"usage": SDKUsage.model_validate(guess)})
@@ -178,7 +186,7 @@ def book_answer(
     )
     book_usage(config, state, record)
     calibration = state.calibration
-    calibration.observe(prompt_estimate(request), record.prompt, calibration.hidden_tokens(request))
+    calibration.observe(raw, record.prompt, calibration.hidden_tokens(request))
     details = response.usage.output_tokens_details
     if details is not None and details.thinking_tokens:
         calibration.note_thinking(
@@ -191,19 +199,22 @@ def book_answer(
 
 async def call_with_retries(config: AgentConfig, request: dict[str, Any], state: RunState) -> Message:
     """The answer to `request`, booked; `ModelCallFailed` (with the partial run) once the
-    retries are spent or the error is not transient."""
+    retries are spent or the error is not transient. The budgets are checked before every
+    attempt, the first included; the request is estimated once for all of them."""
+    raw = prompt_estimate(request)
+    check_budgets(request, state, config.budget_policy(), raw)
     for attempt in itertools.count():
         started = time.monotonic()
         try:
             response = await _send(config, request, state)
             break
         except Exception as error:
-            if not await _retry_after(config, error, attempt, request, state):
+            if not await _retry_after(config, error, attempt, request, state, raw):
                 raise ModelCallFailed(
                     f"model call failed at step {state.step}: {type(error).__name__}: {error}",
                     state.result(final_text(state.messages), "error"),
                 ) from error
-    return book_answer(config, request, response, state, time.monotonic() - started)
+    return book_answer(config, request, response, state, time.monotonic() - started, raw)
 
 
 async def _send(config: AgentConfig, request: dict[str, Any], state: RunState) -> Message:
@@ -217,18 +228,18 @@ async def _send(config: AgentConfig, request: dict[str, Any], state: RunState) -
 
 
 async def _retry_after(
-    config: AgentConfig, error: Exception, attempt: int, request: dict[str, Any], state: RunState
+    config: AgentConfig, error: Exception, attempt: int, request: dict[str, Any], state: RunState, raw: int
 ) -> bool:
     """Count what a failed attempt may have cost, then say whether to try again (a transient
     error, retries left, and the budgets still allow the next attempt)."""
     if may_be_billed(error):
-        book_failed_attempt(config, request, state)
+        book_failed_attempt(config, request, state, raw)
     if not retryable(error) or attempt >= (config.model_retries or 0):
         return False
     wait = backoff_seconds(error, attempt)
     failure, tries = f"{type(error).__name__}: {error}", f"{attempt + 1} of {config.model_retries}"
     log.warning("[step %d] model call failed (%s); retry %s in %.1f s", state.step, failure, tries, wait)
-    check_budgets(request, state, config.budget_policy())
+    check_budgets(request, state, config.budget_policy(), raw)
     await asyncio.sleep(wait)
     return True
 

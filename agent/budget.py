@@ -35,11 +35,14 @@ class BudgetPolicy:
     cache_ttl: str = "5m"
 
 
-def check_budgets(request: Mapping[str, Any], state: RunState, policy: BudgetPolicy) -> None:
-    """Raise `TokenBudgetExceeded` / `CostBudgetExceeded` if `request` would break a budget."""
+def check_budgets(
+    request: Mapping[str, Any], state: RunState, policy: BudgetPolicy, raw: int | None = None
+) -> None:
+    """Raise `TokenBudgetExceeded` / `CostBudgetExceeded` if `request` would break a budget
+    (`raw`: the request's `prompt_estimate`, when the caller has it already)."""
     if policy.max_input_tokens is None and policy.max_cost_usd is None:
         return
-    coming = state.calibration.estimate(request)
+    coming = state.calibration.estimate(request, raw)
     spent = state.usage.prompt
     if policy.max_input_tokens is not None and spent + coming > policy.max_input_tokens:
         raise TokenBudgetExceeded(

@@ -5,8 +5,8 @@
 
     prepare_context  the history to send: old results pruned, the head compacted near the window
     build_request    the Messages API body: tools, system, messages, effort, cache breakpoints
-    check_budgets    refuse a call that would break a token or dollar budget
-    call_model       the one call through the `LLM` seam, retried when transient, its usage booked
+    call_model       the one call through the `LLM` seam: refused if it would break a token or
+                     dollar budget, retried when transient, its usage booked
     run_tools        run one turn's calls in parallel; results come back in call order
     render_result    the text the model reads for one tool result (the diet)
 
@@ -21,7 +21,7 @@ from typing import Any
 
 from anthropic.types import Message
 
-from agent import accounting, budget, models
+from agent import accounting, models
 from agent import messages as wire
 from agent.config import AgentConfig
 from agent.context import cache, diet, history, thinking
@@ -80,7 +80,6 @@ class Agent(AgentConfig):
             shrink = self.prepare_context  # may call the model to compact: off the event loop then
             state.messages = await blocking(shrink, state) if self.max_context_tokens else shrink(state)
             request = self.build_request(state)
-            self.check_budgets(request, state)
             response = await settle(self.call_model(request, state))
             if wire.cut_off_early(response):
                 response = await settle(self.retry_with_room(request, response, state))
@@ -145,13 +144,9 @@ class Agent(AgentConfig):
             request = ext.request(request, state)
         return request
 
-    def check_budgets(self, request: dict[str, Any], state: RunState) -> None:
-        """Stop before a call that would break `max_input_tokens` or `max_cost_usd`."""
-        budget.check_budgets(request, state, self.budget_policy())
-
     async def call_model(self, request: dict[str, Any], state: RunState) -> Message:
-        """One call through the seam, retried when transient, each attempt booked; a call that
-        still fails raises `ModelCallFailed` carrying the partial run (`agent.accounting`)."""
+        """One call through the seam, budget-checked before each attempt, retried when transient
+        and booked; one that still fails raises `ModelCallFailed` with the partial run."""
         response = await accounting.call_with_retries(self, request, state)
         for ext in state.extensions:
             response = ext.response(response, state)
@@ -164,9 +159,7 @@ class Agent(AgentConfig):
         if larger is None:
             return response
         emit(self.on_event, Event("retry", state.step, f"max_tokens {request['max_tokens']} -> {larger}"))
-        retry = {**request, "max_tokens": larger}
-        self.check_budgets(retry, state)
-        return await settle(self.call_model(retry, state))
+        return await settle(self.call_model({**request, "max_tokens": larger}, state))
 
     async def run_tools(self, calls: Sequence[ToolCall], state: RunState) -> list[ToolOutcome]:
         """One turn's calls in parallel, through the extensions' tool hooks; in call order."""

@@ -12,6 +12,7 @@ is `agent.tool_runs`'s job.
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -89,12 +90,19 @@ class Tool:
     def gated(self) -> bool:
         return self.irreversible or self.requires_approval
 
+    @functools.cached_property
+    def input_schema(self) -> dict[str, Any]:
+        """The JSON Schema of the tool's input, derived once per tool: a `Tool` is frozen and
+        its input model fixed, so the schema can never go stale (pydantic's schema
+        generation costs more than the rest of a step's bookkeeping)."""
+        return json_schema(self.input_model)
+
     def declaration(self) -> dict[str, Any]:
-        """The tool as the Messages API declares it."""
+        """The tool as the Messages API declares it (a fresh copy: a caller may mark it)."""
         return {
             "name": self.name,
             "description": self.description,
-            "input_schema": json_schema(self.input_model),
+            "input_schema": copy.deepcopy(self.input_schema),
         }
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

@@ -185,7 +185,7 @@ class InstantModel:
         return message
 
 
-PARTS = ("prepare_context", "build_request", "check_budgets", "run_tools", "results_turn", "append")
+PARTS = ("prepare_context", "build_request", "run_tools", "rendered", "append")
 """Agent methods timed by `--breakdown` (plus `book_answer`, what an answer leaves in the books)."""
 
 
@@ -280,7 +280,7 @@ def profile(size: int) -> None:
 
 def breakdown(size: int) -> None:
     """Where the framework's time goes at `size` messages, per step, as a share of encoding."""
-    import agent.loop as loop_module
+    import agent.accounting as loop_module
 
     seconds: dict[str, float] = {}
     booked = loop_module.book_answer

@@ -345,3 +345,21 @@ def test_input_that_is_not_an_object_is_an_error_result(given: object, named: st
     assert outcome.is_error
     expected = f"invalid input for lookup: the input must be a JSON object of named arguments, not {named}"
     assert outcome.value == expected
+
+
+def test_a_declaration_is_a_fresh_copy_so_marking_one_never_changes_the_next() -> None:
+    @tool
+    def lookup(order: str) -> str:
+        """Look an order up.
+
+        Args:
+            order: the order id.
+        """
+        return order
+
+    first = lookup.declaration()
+    first["input_schema"]["properties"]["order"]["type"] = "integer"
+    first["cache_control"] = {"type": "ephemeral"}
+    again = lookup.declaration()
+    assert again["input_schema"]["properties"]["order"]["type"] == "string"
+    assert "cache_control" not in again

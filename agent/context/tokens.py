@@ -185,8 +185,10 @@ class Calibration:
     hidden: dict[str, int] = field(default_factory=dict)
     """signature_key(signature) -> tokens of reasoning behind that thinking block."""
 
-    def estimate(self, request: Any) -> int:
-        return math.ceil(prompt_estimate(request) * self.ratio) + self.hidden_tokens(request)
+    def estimate(self, request: Any, raw: int | None = None) -> int:
+        """Calibrated prompt tokens of `request` (`raw`: its `prompt_estimate`, if known)."""
+        raw = prompt_estimate(request) if raw is None else raw
+        return math.ceil(raw * self.ratio) + self.hidden_tokens(request)
 
     def hidden_tokens(self, value: Any) -> int:
         """Tokens of reasoning carried by the thinking blocks in `value` beyond their text."""
