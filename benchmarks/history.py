@@ -1,6 +1,6 @@
 """History economics: one 60-step audit with large results, under each history setting.
 
-The scenario of `tests/test_long_run.py` (which imports it from here): a model pages
+The scenario of `tests/core/test_long_run.py` (which imports it from here): a model pages
 through a customer's orders (~1,400 tokens a page, two pages at once every 9th step,
 a long note every 4th), issues three irreversible refunds, and hits one failing
 call. Caching is on throughout; dollars at Opus 5 prices, summaries included.

@@ -1,6 +1,6 @@
 """`agent.ext.summaries`: long free text read as a small model's summary, the full text behind
 its pointer; everything else (code, diffs, config, traces, JSON, logs) left to the rules.
-(Moved here from tests/test_compress.py.)"""
+(Moved here from tests/context/test_compress.py.)"""
 
 from __future__ import annotations
 

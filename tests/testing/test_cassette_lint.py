@@ -31,7 +31,7 @@ from agent.testing.cassettes import ReadableYAML, json_body
 from agent.testing.simulator import SERVER_NAME
 from agent.testing.validate import validate_count_tokens
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FILES = sorted((REPO / "cassettes").rglob("*.yaml"))
 
 

@@ -9,7 +9,7 @@ stay visible (verbatim, in a result or in the summary), the inputs must be left
 unchanged, and pruning must be idempotent.
 
 2,000 examples per property by default, derandomized so CI is reproducible. For
-a longer, randomized hunt: `AGENT_PROPERTY_EXAMPLES=50000 pytest tests/test_history_properties.py`.
+a longer, randomized hunt: `AGENT_PROPERTY_EXAMPLES=50000 pytest tests/context/test_history_properties.py`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The agents the durable tests' worker processes run (`--agents tests.durable_agents`).
+"""The agents the durable tests' worker processes run (`--agents tests.ext.durable_agents`).
 
 Configured by environment: DURABLE_SIM_URL (the simulator in the test process) and
 DURABLE_DIR (where the tools leave their side effects and markers).

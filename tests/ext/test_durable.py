@@ -42,7 +42,7 @@ from agent.testing.simulator import MessagesSimulator
 
 pytestmark = pytest.mark.slow  # real DBOS runs, SQLite and a Postgres server started here
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 MODEL = "claude-opus-4-5"
 
 
@@ -289,7 +289,7 @@ def gated_policy(body: Mapping[str, Any]) -> Any:
 
 
 class Worker:
-    """A `python -m agent.ext.durable.worker` process serving `tests.durable_agents`."""
+    """A `python -m agent.ext.durable.worker` process serving `tests.ext.durable_agents`."""
 
     def __init__(self, db: str, executor_id: str, env: dict[str, str], log: Path) -> None:
         self.log = log
@@ -300,7 +300,7 @@ class Worker:
             "--db",
             db,
             "--agents",
-            "tests.durable_agents",
+            "tests.ext.durable_agents",
         ]
         command += ["--executor-id", executor_id]
         with log.open("w") as out:

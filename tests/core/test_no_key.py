@@ -10,7 +10,7 @@ import pytest
 
 from agent import Agent, AnthropicLLM, AsyncAnthropicLLM, MissingAPIKey, ModelCallFailed, tool
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 REQUEST = {"model": "claude-opus-5", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
 
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from agent.context.compress import MIN_BUDGET, compress
 from agent.context.compressors.jsonish import dump_full, encode_iterative
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PROPERTY = settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 keys = st.one_of(

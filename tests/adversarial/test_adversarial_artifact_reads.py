@@ -21,7 +21,7 @@ from agent.context.read_artifact import make_read_artifact
 from agent.tool_runs import run_one
 from agent.tools import ToolCall, ToolRegistry
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 EVIL = [
     r"(a+)+$",
     r"^(\w+\s?)+:",

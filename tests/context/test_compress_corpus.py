@@ -25,7 +25,7 @@ from agent.context.compress import compress
 from benchmarks import compress_corpus as corpus
 from benchmarks.compress import Fact, strict_json
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 BUDGET = 2000
 GTC_CHARS = {"tuning": 54_581, "held-back": 62_228}
 """graph-tool-call's output characters on each half (`python -m benchmarks.compress`)."""

@@ -3,7 +3,7 @@
 Each test replays `cassettes/test_recorded_loop/<test name>.yaml`: the tools run
 for real, and every request the loop builds must match the recorded one, so a
 change in what the framework sends fails here with a diff. Re-record with
-`pytest tests/test_recorded_loop.py --record-mode=rewrite` (cassettes/README.md).
+`pytest tests/core/test_recorded_loop.py --record-mode=rewrite` (cassettes/README.md).
 """
 
 from __future__ import annotations

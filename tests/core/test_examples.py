@@ -1,6 +1,6 @@
 """Every numbered example runs offline: on the simulator, from its cassette, re-recorded, and as `python -m`.
 
-`pytest tests/test_examples.py --record-mode=rewrite` re-records the example
+`pytest tests/core/test_examples.py --record-mode=rewrite` re-records the example
 cassettes (`cassettes/examples/<name>.yaml`) on the simulator, like every other
 cassette; a plain run replays them.
 """
@@ -30,7 +30,7 @@ from examples import (
 )
 from examples._runner import CASSETTE_DIR, Example, choose_mode, main, run
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 NUMBERED = [e01_loop, e02_tools, e03_context, e04_memory, e05_seam, e06_caching, e07_refund]
 EXAMPLES = [m.EXAMPLE for m in NUMBERED] + [thinking.EXAMPLE]
 LONG = {"e03_context", "e04_memory"}  # dozens of calls: their extra record round trip is marked slow
