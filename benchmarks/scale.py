@@ -170,7 +170,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     logging.getLogger("agent").setLevel(logging.ERROR)
 
-    from agent.ext.durable import LocalPostgres, RunClient
+    from agent.ext.durable import RunClient
+    from agent.testing.postgres import LocalPostgres
     from agent.testing.simulator import MessagesSimulator
 
     folder = Path(tempfile.mkdtemp(prefix="agent-scale-"))

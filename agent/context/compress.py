@@ -31,39 +31,30 @@ never exceeds the budget, and gives the same output under any PYTHONHASHSEED.
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from agent.context.compressors.common import MIN_BUDGET, fit, where
-from agent.context.compressors.diff import compress_diff, is_diff
-from agent.context.compressors.html import compress_html, is_html
-from agent.context.compressors.jsonish import TooDeep, dump_full, loads_json_text, normalize, safe_str
-from agent.context.compressors.logs import compress_log, is_log
-from agent.context.compressors.pytraceback import compress_traceback, is_traceback
-from agent.context.compressors.records import (
-    compress_csv,
-    compress_ndjson,
-    compress_xml,
+from agent.context.compressors.detect import (
     is_csv,
-    is_ndjson,
-    is_xml,
-)
-from agent.context.compressors.structured import compress_structured, is_http
-from agent.context.compressors.testrun import compress_tests, is_test_output
-from agent.context.compressors.text import (
-    compress_git_log,
-    compress_paths,
-    compress_plain,
-    compress_source,
-    compress_table,
+    is_diff,
     is_git_log,
+    is_html,
+    is_http,
+    is_log,
+    is_ndjson,
     is_paths,
     is_source,
+    is_test_output,
+    is_trace,
+    is_traceback,
+    is_xml,
     table_columns,
 )
-from agent.context.compressors.traces import compress_trace, is_trace
+from agent.context.compressors.jsonish import TooDeep, dump_full, loads_json_text, normalize, safe_str
 
 __all__ = ["MIN_BUDGET", "compress", "detect"]
 
@@ -72,22 +63,39 @@ TARGET = {"tests": 1.0, "traceback": 1.0, "trace": 1.0, "json": 0.9, "diff": 0.9
 past the first and last lines and the odd ones, more of a table, page or log buys little
 that `read_artifact` cannot fetch when it is needed, and every char is paid on every step."""
 
-_TEXT: dict[str, Callable[[str, int, str | None], str]] = {
-    "html": compress_html,
-    "tests": compress_tests,
-    "traceback": compress_traceback,
-    "log": compress_log,
-    "diff": compress_diff,
-    "trace": compress_trace,
-    "ndjson": compress_ndjson,
-    "csv": compress_csv,
-    "xml": compress_xml,
-    "git_log": compress_git_log,
-    "source": compress_source,
-    "paths": compress_paths,
-    "table": compress_table,
-    "text": compress_plain,
+_TEXT = {
+    "html": "html:compress_html",
+    "tests": "testrun:compress_tests",
+    "traceback": "pytraceback:compress_traceback",
+    "log": "logs:compress_log",
+    "diff": "diff:compress_diff",
+    "trace": "traces:compress_trace",
+    "ndjson": "records:compress_ndjson",
+    "csv": "records:compress_csv",
+    "xml": "records:compress_xml",
+    "git_log": "text:compress_git_log",
+    "source": "text:compress_source",
+    "paths": "text:compress_paths",
+    "table": "text:compress_table",
+    "text": "text:compress_plain",
 }
+"""Each text kind's compressor, as `module:function` under `agent.context.compressors`:
+imported the first time a result of that kind is compressed, so a run loads only the
+kinds its results are."""
+
+
+def _compressor(kind: str) -> Callable[[str, int, str | None], str]:
+    module, function = _TEXT[kind].split(":")
+    found: Callable[[str, int, str | None], str] = getattr(
+        importlib.import_module(f"agent.context.compressors.{module}"), function
+    )
+    return found
+
+
+def _compress_structured(value: Any, budget: int, pointer: str | None) -> str:
+    from agent.context.compressors.structured import compress_structured
+
+    return compress_structured(value, budget, pointer)
 
 
 def detect(value: Any) -> str:
@@ -212,14 +220,14 @@ def _compress(value: Any, budget: int, pointer: str | None, full_text: str | Non
             note += f"; {where(pointer)}"
             return json.dumps({"_cut": note}, ensure_ascii=False)
         if parsed:
-            return compress_structured(data, _target("json", budget), pointer)
+            return _compress_structured(data, _target("json", budget), pointer)
         kind = _text_kind(content)
-        return _TEXT[kind](content, _target(kind, budget), pointer)
+        return _compressor(kind)(content, _target(kind, budget), pointer)
     if full_text is None:
         full_text, _ = dump_full(content)
     if len(full_text) <= budget:
         return full_text
-    return compress_structured(content, _target("json", budget), pointer)
+    return _compress_structured(content, _target("json", budget), pointer)
 
 
 def _target(kind: str, budget: int) -> int:

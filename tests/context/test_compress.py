@@ -449,7 +449,7 @@ def test_text_that_looks_like_the_binary_marker_is_still_text() -> None:
 def test_json_in_is_json_out_even_when_a_rule_breaks(monkeypatch: pytest.MonkeyPatch, failure: str) -> None:
     """A structured result always comes back as strict JSON: a rule that raises or renders a raw
     control character (found once by hypothesis on a dict with a 4,300-digit int) gives a JSON note."""
-    import agent.context.compress as module
+    import agent.context.compressors.structured as module
 
     def broken(data: Any, budget: int, pointer: str | None) -> str:
         if failure == "raises":
@@ -460,3 +460,21 @@ def test_json_in_is_json_out_even_when_a_rule_breaks(monkeypatch: pytest.MonkeyP
     out = compress({"rows": list(range(2000))}, BUDGET, pointer=NAME)
     parsed = json.loads(out)
     assert "_cut" in parsed and find_pointer(out) == NAME and len(out) <= BUDGET
+
+
+def test_compressing_one_kind_loads_only_that_kind_s_compressor() -> None:
+    """A run whose results are logs never imports the HTML, diff or JSON compressors."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from agent.context.compress import compress\n"
+        "log = '\\n'.join(f'2026-11-30T10:{i % 60:02d}:00 INFO worker {i} handled request' for i in range(400))\n"
+        "compress(log, 800)\n"
+        "print(sorted(m.rsplit('.', 1)[1] for m in sys.modules if m.startswith('agent.context.compressors.')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = json.loads(done.stdout.strip().replace("'", '"'))
+    assert "logs" in loaded
+    assert not {"html", "diff", "structured", "records", "traces", "testrun", "pytraceback"} & set(loaded)

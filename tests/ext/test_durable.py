@@ -26,7 +26,6 @@ from dbos import DBOS
 from agent import Agent, tool
 from agent.errors import StepBudgetExceeded
 from agent.ext.durable import (
-    LocalPostgres,
     RunClient,
     enqueue_run,
     launch,
@@ -38,6 +37,7 @@ from agent.ext.durable import (
 )
 from agent.ext.durable.calls import RATE_GATE
 from agent.messages import blocks, content_text
+from agent.testing.postgres import LocalPostgres, postgres_bin
 from agent.testing.simulator import MessagesSimulator
 
 pytestmark = pytest.mark.slow  # real DBOS runs, SQLite and a Postgres server started here
@@ -328,6 +328,9 @@ def wait_until(predicate: Any, timeout: float = 60.0) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(
+    postgres_bin() is None, reason="Postgres is not installed here (.ci/run installs the postgresql package)"
+)
 def test_a_killed_worker_s_run_is_recovered_approved_once_and_its_irreversible_call_not_repeated(
     tmp_path: Path,
 ) -> None:

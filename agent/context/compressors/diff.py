@@ -14,26 +14,15 @@ from __future__ import annotations
 import re
 
 from agent.context.compressors.common import pick_lines, where
+from agent.context.compressors.detect import DIFF_FILE as _FILE
+from agent.context.compressors.detect import DIFF_HUNK as _HUNK
 
-__all__ = ["compress_diff", "is_diff"]
+__all__ = ["compress_diff"]
 
-_FILE = re.compile(r"^diff --git |^diff -\S* |^Index: ")
-_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
 _COMMIT = re.compile(r"^commit [0-9a-f]{7,64}\b")
 _META = re.compile(
     r"^(?:new file mode|deleted file mode|rename from|rename to|similarity index|Binary files)"
 )
-
-
-def is_diff(lines: list[str]) -> bool:
-    """A `diff --git` line, or a `---`/`+++` pair followed by a hunk header, near the top."""
-    sample = lines[:2000]
-    if any(_FILE.match(line) for line in sample):
-        return any(_HUNK.match(line) or line.startswith("Binary files") for line in sample)
-    return any(
-        a.startswith("--- ") and b.startswith("+++ ") and _HUNK.match(c)
-        for a, b, c in zip(sample, sample[1:], sample[2:], strict=False)
-    )
 
 
 def compress_diff(text: str, budget: int, pointer: str | None) -> str:

@@ -15,7 +15,7 @@ import re
 
 from agent.context.compressors.common import clip, pick_lines, where
 
-__all__ = ["compress_html", "html_to_lines", "is_html"]
+__all__ = ["compress_html", "html_to_lines"]
 
 _FLAGS = re.DOTALL  # tag names are lower-cased first (`_lower_tags`): case-insensitive matching is 2x slower
 _UPPER_TAG = re.compile(r"</?[a-z0-9]*[A-Z][A-Za-z0-9]*")
@@ -42,17 +42,10 @@ _BLOCK = re.compile(
 )
 _TAG = re.compile(r"<[^>]*>")
 _SPACE = re.compile(r"[ \t\r\f\v\xa0]{2,}|[\t\r\f\v\xa0]")  # only runs that need replacing
-_HEAD_START = re.compile(r"^\s*(?:<!doctype html|<html\b|<\?xml[^>]*>\s*<html\b)", re.IGNORECASE)
-_TAGS = re.compile(r"<(?:div|span|p|a|body|table|tr|td|li|ul|h[1-6]|meta|link|script|br)\b", re.IGNORECASE)
 _TROUBLE = r"(?:error|not found|forbidden|unauthorized|unavailable|denied|gateway|timeout|too many requests)"
 _ERROR_PAGE = re.compile(
     rf"\b(?:[45]\d\d\b.*?{_TROUBLE}|{_TROUBLE}.*?\b[45]\d\d)\b", re.IGNORECASE | re.DOTALL
 )
-
-
-def is_html(text: str) -> bool:
-    head = text[:2000]
-    return bool(_HEAD_START.match(head)) or len(_TAGS.findall(head)) >= 8
 
 
 def _flat(fragment: str) -> str:

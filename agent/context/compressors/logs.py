@@ -14,28 +14,15 @@ import re
 from collections import Counter
 
 from agent.context.compressors.common import pick_lines, where
+from agent.context.compressors.detect import LOG_LEVEL as _LEVEL
+from agent.context.compressors.detect import LOG_STAMP as _STAMP
 
-__all__ = ["compress_log", "is_log"]
+__all__ = ["compress_log"]
 
-_STAMP = re.compile(
-    r"^[ \t]*\[?(?:\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}|\d{2}:\d{2}:\d{2}|[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}"
-    r"|\d{1,2}/[A-Z][a-z]{2}/\d{4})[^ \n]*\]?[ \t]*",
-    re.MULTILINE,
-)
-_LEVEL = re.compile(r"\b(TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRITICAL|FATAL|SEVERE|PANIC)\b")
 _NORMAL = {"WARN": "WARNING", "ERR": "ERROR", "SEVERE": "ERROR", "PANIC": "FATAL"}
 _ORDER = ("FATAL", "CRITICAL", "ERROR", "WARNING", "NOTICE", "INFO", "DEBUG", "TRACE")
 _MASK = re.compile(r"0x[0-9a-fA-F]+|\b[0-9a-fA-F]{8,}\b|\d+")
 _EXCEPTION = re.compile(r"^\s*(?:Traceback \(most recent|[A-Za-z_][\w.]*(?:Error|Exception|Exit)\b)")
-
-
-def is_log(lines: list[str]) -> bool:
-    rows = [line for line in lines[:200] if line.strip()]
-    if len(rows) < 10:
-        return False
-    stamped = sum(1 for line in rows if _STAMP.match(line))
-    leveled = sum(1 for line in rows if _LEVEL.search(line[:80]))
-    return max(stamped, leveled) * 2 >= len(rows)
 
 
 def _level(line: str) -> str | None:

@@ -12,19 +12,15 @@ from __future__ import annotations
 import re
 
 from agent.context.compressors.common import pick_lines, where
+from agent.context.compressors.detect import PYTB_START as _START
 
-__all__ = ["compress_traceback", "is_traceback"]
+__all__ = ["compress_traceback"]
 
-_START = "Traceback (most recent call last):"
 _FRAME = re.compile(r'^\s*File "([^"]+)", line \d+')
 _CHAIN = re.compile(r"^(?:During handling of the above exception|The above exception was the direct cause)")
 _REPEAT = re.compile(r"^\s*\[Previous line repeated \d+ more times?\]")
 _CARET = re.compile(r"^\s*[\^~]+\s*$")
 LIBRARY = re.compile(r"site-packages|dist-packages|[\\/]lib[\\/]python\d|<frozen |[\\/]importlib[\\/]|^<")
-
-
-def is_traceback(text: str) -> bool:
-    return _START in text
 
 
 def compress_traceback(text: str, budget: int, pointer: str | None) -> str:

@@ -11,33 +11,16 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from collections import Counter
 
 from agent.context.compressors.common import IMPORTANT, fit, head_tail, pick_lines, where
 
-__all__ = ["compress_csv", "compress_ndjson", "compress_xml", "is_csv", "is_ndjson", "is_xml"]
+__all__ = ["compress_csv", "compress_ndjson", "compress_xml"]
 
-_XML_START = re.compile(r"^\s*(?:<\?xml\b|<!DOCTYPE\s+\w+|<[A-Za-z_][\w.:-]*[\s>/])")
 _ELEMENT = re.compile(r"<([A-Za-z_][\w.:-]*)[\s>/]")
 _XML_TAG = re.compile(r"<(/?)([A-Za-z_][\w.:-]*)(?:[^>\"']|\"[^\"]*\"|'[^']*')*?(/?)>")
 _COMMENTS = re.compile(r"<!--.*?-->|<!\[CDATA\[.*?\]\]>|<!DOCTYPE[^\[>]*(?:\[.*?\])?\s*>", re.DOTALL)
-
-
-def is_ndjson(text: str) -> bool:
-    """One JSON object per line (JSON Lines), three lines or more."""
-    if not text.lstrip().startswith("{"):
-        return False
-    rows = [line.strip() for line in text[:100_000].splitlines()[:200] if line.strip()]
-    if len(rows) < 3 or not all(r.startswith("{") and r.endswith("}") for r in rows):
-        return False
-    try:
-        json.loads(rows[0])
-        json.loads(rows[-1])
-    except ValueError:
-        return False
-    return True
 
 
 def compress_ndjson(text: str, budget: int, pointer: str | None) -> str:
@@ -47,20 +30,6 @@ def compress_ndjson(text: str, budget: int, pointer: str | None) -> str:
     priorities += [(3, i) for i, line in enumerate(lines) if IMPORTANT.search(line)][:30]
     footer = f"[ndjson: {len(lines)} records; kept first, last and error records; {where(pointer)}]"
     return pick_lines(lines, budget, priorities, footer=footer, max_line=600)
-
-
-def is_csv(lines: list[str]) -> bool:
-    sample = [line for line in lines[:100] if line.strip()]
-    if len(sample) < 5 or "," not in sample[0]:
-        return False
-    try:
-        widths = Counter(len(row) for row in csv.reader(sample))
-    except csv.Error:
-        return False
-    width, seen = widths.most_common(1)[0]
-    header = next(csv.reader(sample[:1]), [])
-    names = all(len(cell) <= 40 and len(cell.split()) <= 4 for cell in header)  # not sentences with commas
-    return names and width >= 2 and seen * 10 >= len(sample) * 9
 
 
 def compress_csv(text: str, budget: int, pointer: str | None) -> str:
@@ -75,10 +44,6 @@ def compress_csv(text: str, budget: int, pointer: str | None) -> str:
     priorities += [(5, i) for i, line in enumerate(lines) if i and IMPORTANT.search(line)][:20]
     footer = f"[csv: {records} rows x {columns} columns; kept header, first and last rows; {where(pointer)}]"
     return pick_lines(lines, budget, priorities, footer=footer, max_line=300)
-
-
-def is_xml(text: str) -> bool:
-    return bool(_XML_START.match(text[:500])) and text.count("<") >= 8
 
 
 def _xml_items(text: str) -> tuple[str, int]:

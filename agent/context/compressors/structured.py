@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.context.compressors.common import clip, where
+from agent.context.compressors.detect import is_http
 from agent.context.compressors.jsonish import json_key, normalize
 from agent.context.compressors.shapes import (
     SCAN_LIMIT,
@@ -46,7 +47,7 @@ from agent.context.compressors.shapes import (
     text_of,
 )
 
-__all__ = ["compress_structured", "is_http"]
+__all__ = ["compress_structured"]
 
 
 @dataclass(frozen=True)
@@ -207,18 +208,6 @@ class _Viewer:
             cached = profile(items)
             self.profiles[id(items)] = cached
         return cached
-
-
-def is_http(value: Any) -> bool:
-    """A dict shaped like an HTTP response: an int status, a headers mapping, and a body."""
-    if not isinstance(value, Mapping):
-        return False
-    status = next((value[k] for k in ("status", "status_code", "statusCode") if k in value), None)
-    if not isinstance(status, int) or isinstance(status, bool) or not 100 <= status <= 599:
-        return False
-    return isinstance(value.get("headers"), Mapping) and any(
-        k in value for k in ("body", "json", "data", "text")
-    )
 
 
 def _http_view(value: Mapping[str, Any], keep: set[int]) -> tuple[dict[str, Any], int]:

@@ -12,14 +12,8 @@ import re
 
 from agent.context.compressors.common import pick_lines, where
 
-__all__ = ["compress_tests", "is_test_output"]
+__all__ = ["compress_tests"]
 
-_PYTEST = re.compile(
-    r"^=+ (?:test session starts|FAILURES|ERRORS|short test summary info)\b"
-    r"|^=+ .*\b(?:passed|failed|errors?|skipped|no tests ran)\b.* in [\d.]+s",
-    re.MULTILINE,
-)
-_UNITTEST = re.compile(r"^Ran \d+ tests? in [\d.]+s$", re.MULTILINE)
 _SUMMARY = re.compile(
     r"^=+ .*\b(?:passed|failed|errors?|skipped|xfailed|xpassed|no tests ran)\b.*=+$"
     r"|^(?:Ran \d+ tests?|FAILED \(|OK\b|collected \d+ items?|collecting \.\.\. collected)"
@@ -30,10 +24,6 @@ _ERROR_LINE = re.compile(r"^E\s+\S")
 _LOCATION = re.compile(r"^[\w./\\-]+\.py:\d+: \S")
 _VERBOSE_FAIL = re.compile(r"::\S+ (?:FAILED|ERROR)\b")
 _UNITTEST_EXC = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception)\b")
-
-
-def is_test_output(text: str) -> bool:
-    return bool(_PYTEST.search(text) or _UNITTEST.search(text))
 
 
 def compress_tests(text: str, budget: int, pointer: str | None) -> str:

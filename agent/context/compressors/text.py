@@ -13,6 +13,10 @@ import re
 from collections import Counter
 
 from agent.context.compressors.common import fit, head_tail, important_lines, pick_lines, where
+from agent.context.compressors.detect import TEXT_COMMIT as _COMMIT
+from agent.context.compressors.detect import TEXT_DEF as _DEF
+from agent.context.compressors.detect import TEXT_PATH as _PATH
+from agent.context.compressors.detect import table_columns
 
 __all__ = [
     "compress_git_log",
@@ -21,29 +25,16 @@ __all__ = [
     "compress_source",
     "compress_table",
     "fold_repeats",
-    "is_git_log",
-    "is_paths",
-    "is_source",
     "squeeze",
-    "table_columns",
 ]
 
 _TEMPLATE = re.compile(r"https?://\S+|0x[0-9a-fA-F]+|\d+")
 _SPACES = re.compile(r"(?<=\S)[ \t]{3,}")
-_DEF = re.compile(
-    r"^\s*(?:@|(?:async\s+)?def\s|class\s|function\s|func\s|(?:pub(?:\([^)]*\))?\s+)?(?:fn|struct|enum|trait|impl)\s"
-    r"|interface\s|export\s|module\s|package\s)"
-)
-_IMPORT = re.compile(
-    r"^\s*(?:import\s|from\s+\S+\s+import\s|#include\s|use\s|require\(|const\s+\w+\s*=\s*require)"
-)
-_PATH = re.compile(r"^\s*(?:\.{1,2}/|/|~/)?[\w.@+-]+(?:/[\w.@+, -]*[\w.@+-])+/?\s*$")
 _HEADING = re.compile(
     r"^\s{0,8}(?:#{1,6} \S|\d{1,2}(?:\.\d{1,2})*\.? [A-Z][\w-]*(?: [\w-]+){0,5}[.:]?(?:\s|$)"
     r"|[A-Z][A-Z0-9 ,&/-]{3,60}$)"
 )
 """A heading of free text: `# Title`, `4. Redistribution.`, `2.1 Scope`, `TERMS AND CONDITIONS`."""
-_COMMIT = re.compile(r"^commit ([0-9a-f]{7,64})\b")
 _GIT_DATE = re.compile(r"\w{3} (\w{3}) (\d{1,2}) [\d:]+ (\d{4})")
 _MONTHS = {
     m: i + 1 for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct"))
@@ -113,25 +104,7 @@ def _rows(text: str) -> str:
     return f" ({count:,} start with `{lead.strip()}`)" if count >= 5 and count * 6 >= lines else ""
 
 
-def table_columns(lines: list[str]) -> int | None:
-    """The usual number of whitespace-separated fields when `lines` look like a table:
-    column-aligned, or the same number of fields on nine rows in ten."""
-    rows = [line for line in lines[:200] if line.strip()]
-    if len(rows) < 8:
-        return None
-    aligned = sum(1 for line in rows if "  " in line.strip()) * 2 >= len(rows)
-    counts = Counter(len(line.split()) for line in rows)
-    fields, seen = max(counts.items(), key=lambda kv: (kv[1], kv[0]))
-    if aligned and seen * 10 < len(rows) * 6:  # columns are what 2+ spaces separate: free text last
-        counts = Counter(len(_COLUMNS.split(line.strip())) for line in rows)
-        fields, seen = max(counts.items(), key=lambda kv: (kv[1], kv[0]))
-    if fields < 2 or seen * 10 < len(rows) * (6 if aligned else 8) or (not aligned and not 3 <= fields <= 8):
-        return None  # unaligned: a few fields (`apt list`), not repeated sentences
-    return fields
-
-
 _RULE = re.compile(r"[-=+|\s]{3,}")
-_COLUMNS = re.compile(r"\s{2,}")
 
 
 def _table_header(lines: list[str], fields: int) -> int:
@@ -167,13 +140,6 @@ def compress_table(text: str, budget: int, pointer: str | None) -> str:
     return pick_lines(lines, budget, priorities, footer=footer, max_line=160)
 
 
-def is_source(lines: list[str]) -> bool:
-    sample = lines[:400]
-    defs = sum(1 for line in sample if _DEF.match(line))
-    imports = sum(1 for line in sample if _IMPORT.match(line))
-    return defs >= 3 and (defs + imports) * 40 >= len(sample)
-
-
 def compress_source(text: str, budget: int, pointer: str | None) -> str:
     """A source file as an outline: its first and last lines verbatim, and between them the
     definition lines (numbered; outer ones and the first and last first)."""
@@ -201,12 +167,6 @@ def compress_source(text: str, budget: int, pointer: str | None) -> str:
         footer=ends + note,
         max_line=160,
     )
-
-
-def is_paths(lines: list[str]) -> bool:
-    rows = [line for line in lines[:400] if line.strip()]
-    paths = sum(1 for line in rows if _PATH.match(line))
-    return paths >= 20 and paths * 10 >= len(rows) * 6
 
 
 def compress_paths(text: str, budget: int, pointer: str | None) -> str:
@@ -251,10 +211,6 @@ def _folder_tree(folders: list[list[str]], limit: int) -> list[str]:
             break
         groups = candidate
     return render(groups)
-
-
-def is_git_log(lines: list[str]) -> bool:
-    return bool(lines) and _COMMIT.match(lines[0]) is not None
 
 
 def compress_git_log(text: str, budget: int, pointer: str | None) -> str:

@@ -13,31 +13,18 @@ from __future__ import annotations
 import re
 
 from agent.context.compressors.common import is_important, pick_lines, where
+from agent.context.compressors.detect import TRACE_FRAME as _FRAME
+from agent.context.compressors.detect import TRACE_HEAD as _HEAD
 
-__all__ = ["compress_trace", "is_trace"]
+__all__ = ["compress_trace"]
 
-_FRAME = re.compile(
-    r"^\s*(?:at [\w$.<>\[\]/ -]+(?:\(.*\))?$|at \S+:\d+:\d+\)?$|\d+: (?:0x[0-9a-f]+ - )?\S+$|\S+\.go:\d+\b)"
-)
 _LOCATION = re.compile(r"^\s*at \S+:\d+")
-_HEAD = re.compile(
-    r"^(?:Exception in thread|Caused by:|Suppressed:|thread '.*' (?:\(\d+\) )?panicked at|panic: "
-    r"|goroutine \d+ \[|"
-    r"[\w.$]*(?:Error|Exception)(?::|$))"
-)
 _MORE = re.compile(r"^\s*\.\.\. \d+ more")
 _RUNTIME = re.compile(
     r"\bat (?:java\.|javax\.|jdk\.|sun\.|kotlin\.|scala\.|node:|internal/)|\(node:|\bat (?:async )?Promise\.|"
     r"\d+: (?:0x[0-9a-f]+ - )?(?:std|core|alloc|__rustc|rust_begin_unwind)::|^\s*(?:runtime|testing)/|"
     r"\s(?:__libc_start|_start$)"
 )
-
-
-def is_trace(lines: list[str]) -> bool:
-    sample = lines[:3000]
-    heads = sum(1 for line in sample if _HEAD.match(line))
-    frames = sum(1 for line in sample if _FRAME.match(line))
-    return heads >= 1 and frames >= 3
 
 
 def compress_trace(text: str, budget: int, pointer: str | None) -> str:

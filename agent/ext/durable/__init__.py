@@ -9,7 +9,6 @@ process. Storage is SQLite on one machine or Postgres for many workers.
 """
 
 from agent.ext.durable.agent import APPROVAL_EVENT, DurableAgent, DurableLLM, WaitForApproval, durable
-from agent.ext.durable.postgres import LocalPostgres
 from agent.ext.durable.runtime import (
     DEFAULT_QUEUE,
     RunClient,
@@ -30,7 +29,6 @@ __all__ = [
     "DEFAULT_QUEUE",
     "DurableAgent",
     "DurableLLM",
-    "LocalPostgres",
     "RunClient",
     "WaitForApproval",
     "agent_run",

@@ -1,0 +1,192 @@
+"""What kind of text a tool result is: the detectors, apart from the compressors.
+
+`agent.context.compress` asks these, in a fixed order, which kind a result is, then loads
+only that kind's compressor: a run whose results are all logs never imports the HTML or
+diff compressor. Each detector reads a bounded sample (the first lines or characters), so
+detection costs little on a huge result; the patterns a compressor also needs are imported
+from here by its module.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = [
+    "is_csv",
+    "is_diff",
+    "is_git_log",
+    "is_html",
+    "is_http",
+    "is_log",
+    "is_ndjson",
+    "is_paths",
+    "is_source",
+    "is_test_output",
+    "is_trace",
+    "is_traceback",
+    "is_xml",
+    "table_columns",
+]
+
+DIFF_FILE = re.compile(r"^diff --git |^diff -\S* |^Index: ")
+DIFF_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
+HTML_HEAD_START = re.compile(r"^\s*(?:<!doctype html|<html\b|<\?xml[^>]*>\s*<html\b)", re.IGNORECASE)
+HTML_TAGS = re.compile(
+    r"<(?:div|span|p|a|body|table|tr|td|li|ul|h[1-6]|meta|link|script|br)\b", re.IGNORECASE
+)
+LOG_STAMP = re.compile(
+    r"^[ \t]*\[?(?:\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}|\d{2}:\d{2}:\d{2}|[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}"
+    r"|\d{1,2}/[A-Z][a-z]{2}/\d{4})[^ \n]*\]?[ \t]*",
+    re.MULTILINE,
+)
+LOG_LEVEL = re.compile(r"\b(TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRITICAL|FATAL|SEVERE|PANIC)\b")
+PYTB_START = "Traceback (most recent call last):"
+RECORDS_XML_START = re.compile(r"^\s*(?:<\?xml\b|<!DOCTYPE\s+\w+|<[A-Za-z_][\w.:-]*[\s>/])")
+TESTS_PYTEST = re.compile(
+    r"^=+ (?:test session starts|FAILURES|ERRORS|short test summary info)\b"
+    r"|^=+ .*\b(?:passed|failed|errors?|skipped|no tests ran)\b.* in [\d.]+s",
+    re.MULTILINE,
+)
+TESTS_UNITTEST = re.compile(r"^Ran \d+ tests? in [\d.]+s$", re.MULTILINE)
+TEXT_DEF = re.compile(
+    r"^\s*(?:@|(?:async\s+)?def\s|class\s|function\s|func\s|(?:pub(?:\([^)]*\))?\s+)?(?:fn|struct|enum|trait|impl)\s"
+    r"|interface\s|export\s|module\s|package\s)"
+)
+TEXT_IMPORT = re.compile(
+    r"^\s*(?:import\s|from\s+\S+\s+import\s|#include\s|use\s|require\(|const\s+\w+\s*=\s*require)"
+)
+TEXT_PATH = re.compile(r"^\s*(?:\.{1,2}/|/|~/)?[\w.@+-]+(?:/[\w.@+, -]*[\w.@+-])+/?\s*$")
+TEXT_COMMIT = re.compile(r"^commit ([0-9a-f]{7,64})\b")
+TEXT_COLUMNS = re.compile(r"\s{2,}")
+TRACE_FRAME = re.compile(
+    r"^\s*(?:at [\w$.<>\[\]/ -]+(?:\(.*\))?$|at \S+:\d+:\d+\)?$|\d+: (?:0x[0-9a-f]+ - )?\S+$|\S+\.go:\d+\b)"
+)
+TRACE_HEAD = re.compile(
+    r"^(?:Exception in thread|Caused by:|Suppressed:|thread '.*' (?:\(\d+\) )?panicked at|panic: "
+    r"|goroutine \d+ \[|"
+    r"[\w.$]*(?:Error|Exception)(?::|$))"
+)
+
+
+def is_diff(lines: list[str]) -> bool:
+    """A `diff --git` line, or a `---`/`+++` pair followed by a hunk header, near the top."""
+    sample = lines[:2000]
+    if any(DIFF_FILE.match(line) for line in sample):
+        return any(DIFF_HUNK.match(line) or line.startswith("Binary files") for line in sample)
+    return any(
+        a.startswith("--- ") and b.startswith("+++ ") and DIFF_HUNK.match(c)
+        for a, b, c in zip(sample, sample[1:], sample[2:], strict=False)
+    )
+
+
+def is_html(text: str) -> bool:
+    head = text[:2000]
+    return bool(HTML_HEAD_START.match(head)) or len(HTML_TAGS.findall(head)) >= 8
+
+
+def is_log(lines: list[str]) -> bool:
+    rows = [line for line in lines[:200] if line.strip()]
+    if len(rows) < 10:
+        return False
+    stamped = sum(1 for line in rows if LOG_STAMP.match(line))
+    leveled = sum(1 for line in rows if LOG_LEVEL.search(line[:80]))
+    return max(stamped, leveled) * 2 >= len(rows)
+
+
+def is_traceback(text: str) -> bool:
+    return PYTB_START in text
+
+
+def is_ndjson(text: str) -> bool:
+    """One JSON object per line (JSON Lines), three lines or more."""
+    if not text.lstrip().startswith("{"):
+        return False
+    rows = [line.strip() for line in text[:100_000].splitlines()[:200] if line.strip()]
+    if len(rows) < 3 or not all(r.startswith("{") and r.endswith("}") for r in rows):
+        return False
+    try:
+        json.loads(rows[0])
+        json.loads(rows[-1])
+    except ValueError:
+        return False
+    return True
+
+
+def is_csv(lines: list[str]) -> bool:
+    sample = [line for line in lines[:100] if line.strip()]
+    if len(sample) < 5 or "," not in sample[0]:
+        return False
+    try:
+        widths = Counter(len(row) for row in csv.reader(sample))
+    except csv.Error:
+        return False
+    width, seen = widths.most_common(1)[0]
+    header = next(csv.reader(sample[:1]), [])
+    names = all(len(cell) <= 40 and len(cell.split()) <= 4 for cell in header)  # not sentences with commas
+    return names and width >= 2 and seen * 10 >= len(sample) * 9
+
+
+def is_xml(text: str) -> bool:
+    return bool(RECORDS_XML_START.match(text[:500])) and text.count("<") >= 8
+
+
+def is_http(value: Any) -> bool:
+    """A dict shaped like an HTTP response: an int status, a headers mapping, and a body."""
+    if not isinstance(value, Mapping):
+        return False
+    status = next((value[k] for k in ("status", "status_code", "statusCode") if k in value), None)
+    if not isinstance(status, int) or isinstance(status, bool) or not 100 <= status <= 599:
+        return False
+    return isinstance(value.get("headers"), Mapping) and any(
+        k in value for k in ("body", "json", "data", "text")
+    )
+
+
+def is_test_output(text: str) -> bool:
+    return bool(TESTS_PYTEST.search(text) or TESTS_UNITTEST.search(text))
+
+
+def table_columns(lines: list[str]) -> int | None:
+    """The usual number of whitespace-separated fields when `lines` look like a table:
+    column-aligned, or the same number of fields on nine rows in ten."""
+    rows = [line for line in lines[:200] if line.strip()]
+    if len(rows) < 8:
+        return None
+    aligned = sum(1 for line in rows if "  " in line.strip()) * 2 >= len(rows)
+    counts = Counter(len(line.split()) for line in rows)
+    fields, seen = max(counts.items(), key=lambda kv: (kv[1], kv[0]))
+    if aligned and seen * 10 < len(rows) * 6:  # columns are what 2+ spaces separate: free text last
+        counts = Counter(len(TEXT_COLUMNS.split(line.strip())) for line in rows)
+        fields, seen = max(counts.items(), key=lambda kv: (kv[1], kv[0]))
+    if fields < 2 or seen * 10 < len(rows) * (6 if aligned else 8) or (not aligned and not 3 <= fields <= 8):
+        return None  # unaligned: a few fields (`apt list`), not repeated sentences
+    return fields
+
+
+def is_source(lines: list[str]) -> bool:
+    sample = lines[:400]
+    defs = sum(1 for line in sample if TEXT_DEF.match(line))
+    imports = sum(1 for line in sample if TEXT_IMPORT.match(line))
+    return defs >= 3 and (defs + imports) * 40 >= len(sample)
+
+
+def is_paths(lines: list[str]) -> bool:
+    rows = [line for line in lines[:400] if line.strip()]
+    paths = sum(1 for line in rows if TEXT_PATH.match(line))
+    return paths >= 20 and paths * 10 >= len(rows) * 6
+
+
+def is_git_log(lines: list[str]) -> bool:
+    return bool(lines) and TEXT_COMMIT.match(lines[0]) is not None
+
+
+def is_trace(lines: list[str]) -> bool:
+    sample = lines[:3000]
+    heads = sum(1 for line in sample if TRACE_HEAD.match(line))
+    frames = sum(1 for line in sample if TRACE_FRAME.match(line))
+    return heads >= 1 and frames >= 3
