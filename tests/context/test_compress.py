@@ -470,9 +470,11 @@ def test_compressing_one_kind_loads_only_that_kind_s_compressor() -> None:
     code = (
         "import sys\n"
         "from agent.context.compress import compress\n"
-        "log = '\\n'.join(f'2026-11-30T10:{i % 60:02d}:00 INFO worker {i} handled request' for i in range(400))\n"
+        "line = '2026-11-30T10:{:02d}:00 INFO worker {} handled request'\n"
+        "log = '\\n'.join(line.format(i % 60, i) for i in range(400))\n"
         "compress(log, 800)\n"
-        "print(sorted(m.rsplit('.', 1)[1] for m in sys.modules if m.startswith('agent.context.compressors.')))\n"
+        "kinds = [m for m in sys.modules if m.startswith('agent.context.compressors.')]\n"
+        "print(sorted(m.rsplit('.', 1)[1] for m in kinds))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = json.loads(done.stdout.strip().replace("'", '"'))
