@@ -17,6 +17,7 @@ import pytest
 from agent import Agent, tool
 from agent.ext.approval import Approval
 from agent.ext.sessions import Session, SessionError, read_session, resume
+from agent.ext.sessions.session_format import with_checksum
 from agent.testing import ScriptedLLM, reply, tool_use
 
 refunds: list[str] = []
@@ -80,6 +81,13 @@ def finished_story(tmp_path: Path) -> Path:
 
 def kinds_of(path: Path) -> list[str]:
     return [json.loads(line)["event"] for line in lines_of(path)]
+
+
+def signed(record: dict[str, Any]) -> bytes:
+    """`record` as a line the writer would have written (its checksum included): an edit a
+    buggy writer could make, so the tests reach the checks behind the checksum."""
+    body = json.dumps({k: v for k, v in record.items() if k != "ck"}, separators=(",", ":"))
+    return with_checksum(body.encode()) + b"\n"
 
 
 def lines_of(path: Path) -> list[bytes]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from session_story import finished_story, lines_of, refunds, refused, story_agent
+from session_story import finished_story, lines_of, refunds, refused, signed, story_agent
 
 from agent.ext.sessions import Session, SessionError, read_session, resume
 from agent.testing import validate_request
@@ -57,7 +57,7 @@ def full(tmp_path: Path) -> Path:
 )
 def test_valid_json_of_the_wrong_shape_is_refused_with_its_line(full: Path, record: dict[str, Any]) -> None:
     lines = lines_of(full)
-    lines[5] = json.dumps({**record, "n": 5}).encode() + b"\n"
+    lines[5] = signed({**record, "n": 5})
     full.write_bytes(b"".join(lines))
     refused(full, "line 6")
 
@@ -65,7 +65,7 @@ def test_valid_json_of_the_wrong_shape_is_refused_with_its_line(full: Path, reco
 def test_a_second_start_record_is_refused(full: Path) -> None:
     lines = lines_of(full)
     second = {**json.loads(lines[0]), "n": len(lines)}
-    full.write_bytes(b"".join(lines) + json.dumps(second).encode() + b"\n")
+    full.write_bytes(b"".join(lines) + signed(second))
     refused(full, "second start record")
 
 
@@ -149,7 +149,7 @@ def test_records_spliced_from_another_run_are_refused(full: Path, tmp_path: Path
 
 def test_an_old_format_is_refused_with_a_way_out(full: Path) -> None:
     lines = lines_of(full)
-    lines[0] = json.dumps({**json.loads(lines[0]), "v": 1}).encode() + b"\n"
+    lines[0] = signed({**json.loads(lines[0]), "v": 1})
     full.write_bytes(b"".join(lines))
     assert "start a new one" in str(refused(full, "v1 is not supported"))
 
@@ -160,7 +160,7 @@ def test_a_reply_that_disagrees_with_its_calls_is_refused(full: Path) -> None:
     at = kinds.index("calls", kinds.index("calls") + 1)  # the refund's calls record
     record = json.loads(lines[at])
     record["calls"][0]["input"] = {"order_id": "Z9"}  # edited: the model never asked for Z9
-    full.write_bytes(b"".join([*lines[:at], json.dumps(record).encode() + b"\n"]))
+    full.write_bytes(b"".join([*lines[:at], signed(record)]))
     refused(full, "disagree")
 
 

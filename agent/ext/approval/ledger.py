@@ -10,7 +10,9 @@ lives in memory, and "never twice" still holds within the run.
 A call is matched on its tool_use id AND a fingerprint (a keyed hash of tool and
 input), never on the id alone: an id reused for another call (a model or simulator that
 restarts its ids after a resume) is a new call, and a recorded verdict or result never
-passes to it.
+passes to it. The fingerprint is taken over the input as the tool will receive it:
+validated by the tool's own model, defaults filled (`refund(order_id=42)`, `42.0`, `"42"`
+and `42` with the default `note=""` are one action, as pydantic makes them one call).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ __all__ = [
     "Ledger",
     "Recorded",
     "as_text",
+    "canonical_input",
     "fingerprint",
     "ledger_of",
     "to_json",
@@ -62,10 +65,22 @@ class Recorded:
     is_error: bool
 
 
-def fingerprint(call: ToolCall, key: bytes) -> str:
-    """Identifies "the same action": a keyed hash of the tool name and its canonical input."""
+def canonical_input(call: ToolCall, tool_: Tool | None) -> Any:
+    """The call's input as the tool will receive it (validated, defaults filled, as JSON);
+    the raw input when there is no such tool or the input does not validate (it will not run)."""
     arguments = dict(call.input) if isinstance(call.input, Mapping) else call.input
-    text = f"{call.name}\0{to_json(arguments, sort_keys=True)}"
+    if tool_ is None or not isinstance(arguments, dict):
+        return arguments
+    try:
+        return tool_.input_model.model_validate(arguments).model_dump(mode="json", by_alias=True)
+    except Exception:
+        return arguments
+
+
+def fingerprint(call: ToolCall, key: bytes, tool_: Tool | None = None) -> str:
+    """Identifies "the same action": a keyed hash of the tool name and its canonical input
+    (`canonical_input`: what `tool_` will be called with, when the tool is given)."""
+    text = f"{call.name}\0{to_json(canonical_input(call, tool_), sort_keys=True)}"
     return hmac.digest(key, text.encode("utf-8", "surrogatepass"), "sha256").hex()[:32]  # one C call
 
 
@@ -98,19 +113,16 @@ class Ledger:
     """Told each entry (`approval`, `started`, `result`) the moment it is made, before the
     call goes on: a session writes it down there. It may raise (a full disk)."""
 
-    _known: dict[int, tuple[ToolCall, Any, str]] = field(default_factory=dict, repr=False, compare=False)
-    """id(call) -> (call, its input, fingerprint): a call is fingerprinted when it is listed,
-    checked, approved, started and settled; its input is the history's, never edited in place."""
+    lookup: Callable[[str], Tool | None] | None = field(default=None, repr=False, compare=False)
+    """The run's tools by name, so a call is fingerprinted on its validated input (set by
+    `ledger_of` from the running agent)."""
+    canonical: bool = True
+    """False for a ledger read back from a v2 session file, whose fingerprints were taken over
+    the raw input: they are matched the way they were written."""
 
     def fingerprint(self, call: ToolCall) -> str:
-        known = self._known.get(id(call))
-        if known is not None and known[0] is call and known[1] is call.input:
-            return known[2]
-        found = fingerprint(call, self.key)
-        if len(self._known) >= 256:
-            self._known.clear()
-        self._known[id(call)] = (call, call.input, found)
-        return found
+        tool_ = self.lookup(call.name) if self.lookup is not None and self.canonical else None
+        return fingerprint(call, self.key, tool_)
 
     def call_key(self, call: ToolCall) -> CallKey:
         return call.id, self.fingerprint(call)
@@ -202,6 +214,8 @@ class Ledger:
 def ledger_of(run: RunState) -> Ledger:
     """The run's ledger, created (in memory) on first use."""
     ledger: Ledger = run.extras.setdefault(LEDGER, Ledger())
+    if ledger.lookup is None and run.agent is not None:
+        ledger.lookup = run.agent.registry.get
     return ledger
 
 

@@ -22,7 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from agent.ext.approval.ledger import Ledger, Recorded
-from agent.ext.sessions.session_format import VERSION, KeyMask, SessionError, configured_key
+from agent.ext.sessions.session_format import (
+    CHECKSUM,
+    READABLE,
+    VERSION,
+    KeyMask,
+    SessionError,
+    configured_key,
+    without_checksum,
+)
 from agent.ext.sessions.session_shapes import check_record
 from agent.messages import Msg, as_object, blocks
 from agent.tools import ToolCall
@@ -82,6 +90,7 @@ def read_session(path: str | Path) -> Replay:
     mask: KeyMask | None = None
     unrestored: set[str] = set()
     good = offset = 0
+    checked = False  # v3 and later: every record carries a checksum of its line
     for number, raw in enumerate(lines, start=1):
         complete = number < len(lines)  # a newline follows: the record was fully written
         offset += len(raw) + complete
@@ -89,18 +98,28 @@ def read_session(path: str | Path) -> Replay:
             good = offset if complete else good
             continue
         if not complete:
+            if checked and _whole(raw):
+                raise SessionError(
+                    f"{path}: line {number} is a whole record whose line end is damaged; the file "
+                    "was not changed (restore it, or start a new run)"
+                )
             break  # torn last line: that record never happened
         try:
-            event = _parse(raw, mask, unrestored)
+            event = _parse(raw, mask, unrestored, checked if events else None)
         except ValueError as error:
-            if all(not rest.strip() for rest in lines[number:]):
-                break  # a damaged last line (crash mid-write): ignored like a torn one
+            last = all(not rest.strip() for rest in lines[number:])
+            if last and (not checked or not raw.strip(b"\0")):
+                break  # a damaged last line of a v2 file, or a zero-filled tail: never written
             raise SessionError(
-                f"{path}: line {number} is damaged ({error}); the file was not changed"
+                f"{path}: line {number} is damaged ({error}); the file was not changed. A damaged "
+                "record is never replayed (it could name another call): restore the file, or start a new run"
             ) from None
         if not events:
             mask = _start_mask(path, number, event)
-            event = _parse(raw, mask, unrestored)
+            event = _parse(raw, mask, unrestored, None)
+            checked = event.get("v", 0) >= 3
+            if checked and not CHECKSUM.search(raw):
+                raise SessionError(f"{path}: line {number}: a v3 start record without its checksum")
         elif event.get("n") != len(events):
             raise SessionError(
                 f"{path}: line {number} is record #{event.get('n')}, expected #{len(events)}: records "
@@ -113,7 +132,21 @@ def read_session(path: str | Path) -> Replay:
     return _fold_all(path, events, good, unrestored)
 
 
-def _parse(raw: bytes, mask: KeyMask | None, unrestored: set[str]) -> dict[str, Any]:
+def _whole(raw: bytes) -> bool:
+    """A last line holding a complete record followed by one byte that is not its newline: a
+    damaged line end. (A record without its newline is a write cut short, never committed.)"""
+    try:
+        without_checksum(raw[:-1])
+    except ValueError:
+        return False
+    return True
+
+
+def _parse(raw: bytes, mask: KeyMask | None, unrestored: set[str], checked: bool | None) -> dict[str, Any]:
+    """One line as an event. `checked`: its checksum must be there and match (True), or is
+    checked if it is there (None: a start record, whose version is read from it)."""
+    if checked or (checked is None and CHECKSUM.search(raw) is not None):
+        raw = without_checksum(raw)
     if mask is not None:
         raw, foreign = mask.restore(raw)
         unrestored |= foreign
@@ -130,9 +163,10 @@ def _start_mask(path: str | Path, number: int, event: dict[str, Any]) -> KeyMask
     """Check the first record is a start of this format; the mask that restores the API key."""
     if event.get("event") != "start":
         raise SessionError(f"{path}: not a session file (line {number} is not a start record)")
-    if event.get("v") != VERSION:
+    if event.get("v") not in READABLE:
         raise SessionError(
-            f"{path}: session format v{event.get('v')} is not supported (this version reads v{VERSION}); "
+            f"{path}: session format v{event.get('v')} is not supported (this version reads "
+            f"v{READABLE[0]} to v{VERSION}); "
             "finish that run with the version that wrote it, or start a new one"
         )
     if event.get("n") != 0:
@@ -166,7 +200,8 @@ def _fold_all(
     except (SessionError, KeyError, TypeError, ValueError) as error:
         raise SessionError(f"{path}: line {number}: malformed start record: {error}") from None
     first = list(start["messages"])
-    replay = Replay(start["run_id"], start["model"], first, Ledger(bytes.fromhex(start["fp_key"])))
+    ledger = Ledger(bytes.fromhex(start["fp_key"]), canonical=start["v"] >= 3)
+    replay = Replay(start["run_id"], start["model"], first, ledger)
     replay.good_bytes, replay.records, replay.unrestored = good, len(events), unrestored
     replay.prompt = (
         "\n\n".join(str(b.get("text", "")) for b in blocks(first[-1]) if b.get("type") == "text")

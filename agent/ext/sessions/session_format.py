@@ -53,10 +53,18 @@ __all__ = [
     "configured_key",
     "encode_line",
     "redact",
+    "with_checksum",
+    "without_checksum",
 ]
 
-VERSION = 2
-"""v2: per-record sequence numbers, keyed fingerprints, calls identified by id + fingerprint."""
+VERSION = 3
+"""v3: each record ends in a checksum of its line (`"ck"`), and fingerprints are taken over
+a call's validated input. v2 (sequence numbers, keyed fingerprints over the raw input,
+calls identified by id + fingerprint, no checksum) is still read."""
+READABLE = (2, 3)
+"""The format versions this code resumes."""
+CHECKSUM = re.compile(rb',"ck":"([0-9a-f]{16})"\}$')
+"""The end of a v3 line: the first 16 hex digits of the SHA-256 of the line before it."""
 MARKER = re.compile(rb"\[redacted ANTHROPIC_API_KEY ([0-9a-f]{12})\]")
 
 
@@ -105,9 +113,28 @@ class KeyMask:
 
 
 def encode_line(record: Mapping[str, Any], mask: KeyMask) -> bytes:
-    """One record as a complete line; never raises."""
+    """One record as a complete line, its checksum last; never raises."""
     text = mask.hide(to_json(record), ascii=False)
     try:
-        return (text + "\n").encode("utf-8")
+        body = text.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate: escaped, it reads back as the same string
-        return (mask.hide(to_json(record, ascii=True), ascii=True) + "\n").encode("ascii")
+        body = mask.hide(to_json(record, ascii=True), ascii=True).encode("ascii")
+    return with_checksum(body) + b"\n"
+
+
+def with_checksum(body: bytes) -> bytes:
+    """`{...}` as `{...,"ck":"<16 hex>"}`: the digest of the line as written (key masked)."""
+    digest = hashlib.sha256(body).hexdigest()[:16]
+    return body[:-1] + b',"ck":"' + digest.encode() + b'"}'
+
+
+def without_checksum(raw: bytes) -> bytes:
+    """A v3 line with its checksum checked and removed; `ValueError` when it does not match
+    (a damaged record is refused, never replayed: a flipped bit could turn a call into another)."""
+    found = CHECKSUM.search(raw)
+    if found is None:
+        raise ValueError("no checksum")
+    body = raw[: found.start()] + b"}"
+    if hashlib.sha256(body).hexdigest()[:16] != found.group(1).decode():
+        raise ValueError("checksum mismatch")
+    return body
