@@ -48,6 +48,7 @@ __all__ = [
     "AsyncLLM",
     "Delta",
     "MissingAPIKey",
+    "StreamCutOff",
     "StreamingLLM",
     "TokenCounter",
     "split_betas",
@@ -117,12 +118,25 @@ def split_betas(request: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, s
     return body, ({"anthropic-beta": ",".join(betas)} if betas else {})
 
 
-def _relay(event: Any, on_delta: Delta) -> None:
-    """Pass one stream event's text or thinking delta on (other events carry none)."""
-    if event.type == "text":
-        on_delta("text", event.text)
-    elif event.type == "thinking":
-        on_delta("thinking", event.thinking)
+class StreamCutOff(anthropic.APIResponseValidationError):
+    """A streamed reply that ended before its `message_stop`, or with an `error` event
+    (`overloaded_error` mid-stream): the answer never arrived whole. Half a sentence is not a
+    final answer and a cut tool call is not a call, so this is a lost answer like a dropped
+    connection: retried, its possible cost counted, and past the retries a failed call."""
+
+
+def _relay(event: Any, on_delta: Delta | None) -> str:
+    """Pass one stream event's text or thinking delta on (other events carry none); its type."""
+    if on_delta is not None:
+        if event.type == "text":
+            on_delta("text", event.text)
+        elif event.type == "thinking":
+            on_delta("thinking", event.thinking)
+    return str(event.type)
+
+
+def _cut_off(response: Any, why: str) -> StreamCutOff:
+    return StreamCutOff(response=response, body=None, message=f"the reply stream {why}")
 
 
 class AnthropicLLM:
@@ -177,9 +191,16 @@ class AnthropicLLM:
         _require_key(self.client)
         body, headers = split_betas(request)
         with self.client.messages.stream(**body, extra_headers=headers or None) as events:
-            if on_delta is not None:
+            last = ""
+            try:
                 for event in events:
-                    _relay(event, on_delta)
+                    last = _relay(event, on_delta)
+            except anthropic.APIStatusError as error:
+                if error.status_code != 200:  # an error event inside a 200 stream keeps the 200
+                    raise
+                raise _cut_off(events.response, f"carried an error event: {error}") from error
+            if last != "message_stop":
+                raise _cut_off(events.response, f"ended before message_stop (last event: {last or 'none'})")
             return events.get_final_message()
 
     def count_tokens(self, request: Mapping[str, Any]) -> int:
@@ -243,7 +264,14 @@ class AsyncAnthropicLLM(AnthropicLLM):
         _require_key(self.aclient)
         body, headers = split_betas(request)
         async with self.aclient.messages.stream(**body, extra_headers=headers or None) as events:
-            if on_delta is not None:
+            last = ""
+            try:
                 async for event in events:
-                    _relay(event, on_delta)
+                    last = _relay(event, on_delta)
+            except anthropic.APIStatusError as error:
+                if error.status_code != 200:  # an error event inside a 200 stream keeps the 200
+                    raise
+                raise _cut_off(events.response, f"carried an error event: {error}") from error
+            if last != "message_stop":
+                raise _cut_off(events.response, f"ended before message_stop (last event: {last or 'none'})")
             return await events.get_final_message()

@@ -57,11 +57,12 @@ Fault injection (for retry and durability tests), applied to the next
     sim.inject(status=529)                           # one overloaded_error
     sim.inject(malformed=True)                       # one 200 whose body (or event) is cut-off JSON
     sim.inject(delay=2.0)                            # one answer held back 2 s (timeouts)
+    sim.inject(cut="mid-text")                       # one stream broken after it started (`CUTS`)
 
 Every faulted request is kept in `.requests`. One answered with an error status (JSON,
 before any stream starts) or a malformed body is never validated or billed; a delayed
 one is answered normally after the delay (validated and billed, even if the client gave
-up waiting, as a server would).
+up waiting, as a server would), and so is a cut stream (billed: the server did the work).
 Responses carry `server: agent-from-scratch-simulator`, so a recorded cassette
 shows where it came from.
 """
@@ -112,6 +113,26 @@ class Fault:
     message: str | None = None
     retry_after: float | None = None
     times: int = 1
+    cut: str | None = None
+
+
+CUTS = ("mid-text", "no-stop", "error-event")
+"""How a streamed answer can break after it started (`inject(cut=...)`): stop inside the
+first text block, end without `message_delta` / `message_stop`, or send an `error` event
+(`overloaded_error`) in the middle of a 200 stream."""
+
+_OVERLOADED = b'event: error\ndata: {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}\n\n'
+
+
+def cut_stream(body: bytes, how: str) -> bytes:
+    """A whole SSE answer, broken the way `how` names (one of `CUTS`)."""
+    events = [e for e in body.split(b"\n\n") if e.strip()]
+    if how == "no-stop":
+        kept = [e for e in events if b"message_delta" not in e and b"message_stop" not in e]
+        return b"".join(e + b"\n\n" for e in kept)
+    first_delta = next((i for i, e in enumerate(events) if b"content_block_delta" in e), len(events) - 1)
+    head = b"".join(e + b"\n\n" for e in events[: first_delta + 1])
+    return head + (_OVERLOADED if how == "error-event" else b"")
 
 
 def _default_policy(body: dict[str, Any]) -> Any:
@@ -207,16 +228,19 @@ class MessagesSimulator:
         times: int = 1,
         message: str | None = None,
         retry_after: float | None = None,
+        cut: str | None = None,
     ) -> None:
         """Misbehave on the next `times` `/v1/messages` requests (see the module docstring)."""
-        if status is None and not malformed and delay <= 0:
-            raise ValueError("inject() needs status=, malformed=True or delay=")
+        if status is None and not malformed and delay <= 0 and cut is None:
+            raise ValueError("inject() needs status=, malformed=True, delay= or cut=")
+        if cut is not None and cut not in CUTS:
+            raise ValueError(f"cut must be one of {', '.join(CUTS)}, not {cut!r}")
         if status is not None and not 400 <= status <= 599:
             raise ValueError(f"status must be an HTTP error status (400-599), not {status}")
         if times < 1:
             raise ValueError("times must be at least 1")
         with self._lock:
-            self._faults.append(Fault(status, malformed, delay, message, retry_after, times))
+            self._faults.append(Fault(status, malformed, delay, message, retry_after, times, cut))
 
     # -- the API --------------------------------------------------------------------
 
@@ -248,7 +272,10 @@ class MessagesSimulator:
             if fault.malformed:
                 return Reply(200, b'{"id": "msg_sim_malformed", "type": "message", "content": [', {})
         with self._lock:
-            return self._respond(path, headers, body)
+            reply = self._respond(path, headers, body)
+        if fault is not None and fault.cut is not None and body.get("stream") is True and reply.status == 200:
+            return Reply(reply.status, cut_stream(reply.body, fault.cut), reply.headers)
+        return reply
 
     def _respond(self, path: str, headers: Mapping[str, str], body: dict[str, Any]) -> Reply:
         if "x-api-key" not in headers and "authorization" not in headers:
