@@ -121,7 +121,8 @@ CUTS = ("mid-text", "no-stop", "error-event")
 first text block, end without `message_delta` / `message_stop`, or send an `error` event
 (`overloaded_error`) in the middle of a 200 stream."""
 
-_OVERLOADED = b'event: error\ndata: {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}\n\n'
+_ERROR = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+_OVERLOADED = b"event: error\ndata: " + json.dumps(_ERROR).encode() + b"\n\n"
 
 
 def cut_stream(body: bytes, how: str) -> bytes:
