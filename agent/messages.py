@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -152,7 +153,8 @@ def assistant_message(
     What the model sent is kept as it came (thinking blocks are bound to it), except
     what would make the next request invalid: empty text blocks, a `tool_use` whose
     input is not an object (sent back as `{}`; the call itself gets an error result),
-    and a `tool_use` id repeated within the turn (renamed; see `tool_calls`).
+    and a `tool_use` id that is repeated (in the turn or the history `after`) or one the API
+    would refuse (renamed; see `_unique_ids`).
 
     `drop_tool_uses` is for a turn that ends the run or was cut off (`max_tokens`,
     `refusal`): its tool calls must not run, and a `tool_use` left without a result
@@ -165,7 +167,7 @@ def assistant_message(
     (`agent.ext.server_tools.closing_results`), so nothing is left half-paired.
     """
     content = []
-    ids = _unique_ids(response)
+    ids = _unique_ids(response, after)
     for index, block in enumerate(response.content):
         if block.type == "text" and not block.text:
             continue  # the API rejects empty text blocks
@@ -183,17 +185,32 @@ def assistant_message(
     return {"role": "assistant", "content": content} if content else None
 
 
-def _unique_ids(response: Message) -> dict[int, str]:
-    """Block index -> the id its tool call goes by: the model's, or for a repeat of an id
-    already used in this turn, the same id with a `_dupN` suffix (two results for one
-    id, or one result for two calls, would both be invalid)."""
-    seen: dict[str, int] = {}
+TOOL_USE_ID = re.compile(r"[a-zA-Z0-9_-]+")
+"""The ids the API accepts on a `tool_use` it is sent back."""
+
+
+def _unique_ids(response: Message, after: Sequence[Msg] = ()) -> dict[int, str]:
+    """Block index -> the id its tool call goes by: the model's, unless the id is one the API
+    would refuse or is already taken, by an earlier call of this turn or of the history
+    `after`; then a fresh `<id>_dupN` no block uses. A call is found by its id everywhere
+    (its result, pruning's stub, the summary, the ledger), so two calls sharing one would
+    let a later `lookup` stand in for an earlier `refund`. The API accepts an id reused in
+    a later turn; the rename only keeps this side's lookups right."""
+    taken = {b.get("id") for m in after if m.get("role") == "assistant" for b in blocks(m) if "id" in b}
     ids = {}
     for index, block in enumerate(response.content):
-        if block.type == "tool_use":
-            count = seen.get(block.id, 0)
-            seen[block.id] = count + 1
-            ids[index] = block.id if count == 0 else f"{block.id}_dup{count}"
+        if block.type != "tool_use":
+            continue
+        wanted = block.id if isinstance(block.id, str) else ""
+        chosen = wanted
+        if not TOOL_USE_ID.fullmatch(wanted) or wanted in taken:
+            base = re.sub(r"[^a-zA-Z0-9_-]", "", wanted)[:60] or "toolu"
+            number = 1
+            while f"{base}_dup{number}" in taken:
+                number += 1
+            chosen = f"{base}_dup{number}"
+        taken.add(chosen)
+        ids[index] = chosen
     return ids
 
 
@@ -216,10 +233,11 @@ def as_object(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, Mapping) else {}
 
 
-def tool_calls(response: Message) -> list[ToolCall]:
+def tool_calls(response: Message, after: Sequence[Msg] = ()) -> list[ToolCall]:
     """The turn's client tool calls, in order, with ids as `assistant_message` sends them back
-    and the input exactly as the model sent it (the registry refuses one that is not an object)."""
-    ids = _unique_ids(response)
+    after the same history `after`, and the input exactly as the model sent it (the registry
+    refuses one that is not an object)."""
+    ids = _unique_ids(response, after)
     return [ToolCall(ids[i], b.name, b.input) for i, b in enumerate(response.content) if b.type == "tool_use"]
 
 

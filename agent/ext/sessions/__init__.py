@@ -89,9 +89,9 @@ class Session(Extension):
         """A reply that asks for tools is recorded, with its calls, before any of them runs."""
         if (log := _log(run)) is not None:
             log.last_reply = (response.stop_reason or "end_turn", text_of(response))
-            calls = tool_calls(response)
+            calls = tool_calls(response, after=run.messages)
             if response.stop_reason == "tool_use" and calls:  # the turn the loop runs (`Agent.loop`)
-                log.record_reply(run, assistant_message(response))
+                log.record_reply(run, assistant_message(response, after=run.messages))
                 log.record_calls(calls)
         return response
 
