@@ -61,11 +61,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_BACKOFF_S",
+    "ImpossibleUsage",
     "backoff_seconds",
     "book_answer",
     "book_failed_attempt",
     "book_usage",
     "call_with_retries",
+    "check_usage",
     "estimated_attempt",
     "larger_budget",
     "may_be_billed",
@@ -77,10 +79,20 @@ MAX_BACKOFF_S = 8.0
 MAX_RETRY_AFTER_S = 60.0
 RETRY_STATUSES = frozenset({408, 409, 429})
 DEFAULT_OUTPUT_GUESS = 1024
+
+
+class ImpossibleUsage(ValueError):
+    """An answer whose usage no server could mean: a negative, fractional, NaN or non-number
+    token count. Booked as it stands, a count of -50M tokens is a refund of $250 that a
+    dollar budget would never stop; so the answer counts as unreadable (retried, its cost
+    estimated), and never as free."""
+
+
 _UNREADABLE_OR_LOST = (
     anthropic.APIConnectionError,
     anthropic.APIResponseValidationError,
     json.JSONDecodeError,
+    ImpossibleUsage,
 )
 """Errors after which the server may have done the work: lost, timed out, or answered unreadably."""
 
@@ -207,6 +219,7 @@ async def call_with_retries(config: AgentConfig, request: dict[str, Any], state:
         started = time.monotonic()
         try:
             response = await _send(config, request, state)
+            check_usage(response)
             break
         except Exception as error:
             if not await _retry_after(config, error, attempt, request, state, raw):
@@ -215,6 +228,21 @@ async def call_with_retries(config: AgentConfig, request: dict[str, Any], state:
                     state.result(final_text(state.messages), "error"),
                 ) from error
     return book_answer(config, request, response, state, time.monotonic() - started, raw)
+
+
+_COUNTS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
+def check_usage(response: Message) -> None:
+    """Raise `ImpossibleUsage` unless every token count the answer reports is a whole number
+    of zero or more (a count left out is fine: it is read as 0, or estimated)."""
+    usage = getattr(response, "usage", None)
+    if usage is None:
+        return
+    for name in _COUNTS:
+        value = getattr(usage, name, None)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise ImpossibleUsage(f"the answer reports usage.{name}={value!r}")
 
 
 async def _send(config: AgentConfig, request: dict[str, Any], state: RunState) -> Message:
@@ -279,6 +307,7 @@ def summarizer(config: AgentConfig, state: RunState) -> Callable[[str], str]:
         )
         check_budgets(request, state, budgets)
         response = llm.create(request)
+        check_usage(response)
         usage = Usage.from_message(state.step, response, models=policy.models, model=request["model"])
         state.usage.add(replace(usage, purpose="summary"), log_path)
         if response.stop_reason == "max_tokens":

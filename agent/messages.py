@@ -171,7 +171,7 @@ def assistant_message(
     for index, block in enumerate(response.content):
         if block.type == "text" and not block.text:
             continue  # the API rejects empty text blocks
-        dumped = block.model_dump(mode="json", exclude_none=True)
+        dumped = _dumped(block)
         if block.type == "tool_use":
             if drop_tool_uses:
                 continue
@@ -187,6 +187,19 @@ def assistant_message(
 
 TOOL_USE_ID = re.compile(r"[a-zA-Z0-9_-]+")
 """The ids the API accepts on a `tool_use` it is sent back."""
+
+
+def _dumped(block: Any) -> dict[str, Any]:
+    """A reply block as the wire carries it back. A `tool_use` whose input nests too deep to
+    serialise is sent back with `{}`, as an input that is not an object is: its call gets an
+    error result (`agent.tool_runs.input_problem`), and the history stays valid."""
+    try:
+        dumped: dict[str, Any] = block.model_dump(mode="json", exclude_none=True)
+    except (ValueError, RecursionError):
+        if block.type != "tool_use":
+            raise
+        dumped = {**block.model_copy(update={"input": {}}).model_dump(mode="json", exclude_none=True)}
+    return dumped
 
 
 def _unique_ids(response: Message, after: Sequence[Msg] = ()) -> dict[int, str]:

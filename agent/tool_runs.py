@@ -106,14 +106,38 @@ async def _bounded(coroutine: Coroutine[Any, Any, Any], timeout: float | None) -
     return task.result()
 
 
+MAX_INPUT_DEPTH = 64
+"""Deepest nesting a call's input may have. No tool's arguments need more, and a model (or
+an injection) that sends thousands of levels would break validation, rendering and the
+history itself: such a call gets an error result instead."""
+
+
+def _deeper_than(value: object, limit: int) -> bool:
+    """Whether `value` nests lists and objects more than `limit` levels (iteratively)."""
+    level: list[object] = [value]
+    for _ in range(limit + 1):
+        level = [
+            child
+            for item in level
+            if isinstance(item, Mapping | list | tuple)
+            for child in (item.values() if isinstance(item, Mapping) else item)
+        ]
+        if not level:
+            return False
+    return True
+
+
 def input_problem(arguments: object) -> str | None:
     """Why a call's input is not an object of named arguments, or None if it is one."""
     if isinstance(arguments, Mapping):
         try:
             odd = [key for key in arguments if not isinstance(key, str)]
+            deep = _deeper_than(arguments, MAX_INPUT_DEPTH)
         except Exception as error:
             return f"the input cannot be read ({describe_error(error)})"
-        return f"argument names must be strings, got {safe_text(odd[0], 50)}" if odd else None
+        if odd:
+            return f"argument names must be strings, got {safe_text(odd[0], 50)}"
+        return f"the input nests more than {MAX_INPUT_DEPTH} levels deep" if deep else None
     kinds = {str: "a string", bool: "a boolean", int: "a number", float: "a number", list: "an array"}
     kind = "null" if arguments is None else kinds.get(type(arguments), f"a {type(arguments).__name__}")
     return f"the input must be a JSON object of named arguments, not {kind}"
