@@ -158,9 +158,17 @@ def render_outcome(
 
 
 def register_read_artifact(registry: ToolRegistry, artifacts_dir: Any) -> None:
-    """Give the model `read_artifact` when artifacts are on (unless a tool of that name exists)."""
-    if artifacts_dir is None or "read_artifact" in registry:
+    """Give the model `read_artifact` when artifacts are on. The name is reserved then: every
+    cut note points the model at it, so a declared tool that took it (an MCP server's, say)
+    would be handed the run's artifact names and answer in the framework's place."""
+    if artifacts_dir is None:
         return
+    if "read_artifact" in registry:
+        raise ValueError(
+            "a declared tool is named read_artifact, the framework's own tool while artifacts are "
+            "on (every cut note points the model at it): rename that tool (an MCP server's tools "
+            "take a prefix), or turn artifacts off with artifacts_dir=None"
+        )
     from agent.context.read_artifact import make_read_artifact
 
     registry.add(make_read_artifact(artifacts_dir))

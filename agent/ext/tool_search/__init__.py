@@ -73,8 +73,14 @@ class ToolSearch(Extension):
         marked = defer(declared, self.defer_above)
         if self.mode != "client":
             return [*marked, ServerTool(server_search_tool(self.mode))]
-        if any(t.name == SEARCH_TOOL_NAME for t in marked):
-            return marked  # a search tool of the caller's own
+        taken = next((t for t in marked if t.name == SEARCH_TOOL_NAME), None)
+        if taken is not None:
+            if isinstance(taken, Tool) and getattr(taken.fn, "finds_tools", False):
+                return marked  # a search tool of the caller's own, made with `search_tool`
+            raise ValueError(
+                f"a declared tool is named {SEARCH_TOOL_NAME}, ToolSearch's own tool: rename it (an MCP "
+                "server's tools take a prefix), or bring your own search made with search_tool(...)"
+            )
         deferred = [t for t in marked if isinstance(t, Tool) and t.defer is True]
         return [*marked, search_tool(deferred)]
 
