@@ -52,6 +52,7 @@ from agent.events import Event, emit
 from agent.llm import LLM
 from agent.messages import final_text, text_of
 from agent.models import ModelInfo, Price
+from agent.secrets import redact
 from agent.steps import ask
 from agent.usage import Usage
 
@@ -224,7 +225,7 @@ async def call_with_retries(config: AgentConfig, request: dict[str, Any], state:
         except Exception as error:
             if not await _retry_after(config, error, attempt, request, state, raw):
                 raise ModelCallFailed(
-                    f"model call failed at step {state.step}: {type(error).__name__}: {error}",
+                    redact(f"model call failed at step {state.step}: {type(error).__name__}: {error}"),
                     state.result(final_text(state.messages), "error"),
                 ) from error
     return book_answer(config, request, response, state, time.monotonic() - started, raw)
@@ -265,7 +266,7 @@ async def _retry_after(
     if not retryable(error) or attempt >= (config.model_retries or 0):
         return False
     wait = backoff_seconds(error, attempt)
-    failure, tries = f"{type(error).__name__}: {error}", f"{attempt + 1} of {config.model_retries}"
+    failure, tries = redact(f"{type(error).__name__}: {error}"), f"{attempt + 1} of {config.model_retries}"
     log.warning("[step %d] model call failed (%s); retry %s in %.1f s", state.step, failure, tries, wait)
     check_budgets(request, state, config.budget_policy(), raw)
     await asyncio.sleep(wait)

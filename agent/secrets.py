@@ -1,10 +1,11 @@
 """The project's one secret policy: what counts as a key, and how it is blanked out.
 
-Anything the framework writes to disk (the session's JSONL record, the artifact store's
-full tool results) can outlive the run, be copied, attached to an issue, or read back
-into the context by a later run. A tool that echoes its environment or a config file
-would put the API key there in clear. So every writer passes its text through
-`redact` first:
+Anything the framework writes (the session's JSONL record, the artifact store's full
+tool results, the request log, an error's message, a warning on the `agent` logger) can
+outlive the run, be copied, attached to an issue, or read back into the context by a
+later run; and what the model reads may be quoted anywhere. A tool that echoes its
+environment, or a 401 that quotes the key, would put it there in clear. So every writer,
+and the rendering of every tool result the model reads, passes its text through `redact`:
 
 - anything shaped like an Anthropic key (`sk-ant-` and at least 8 key characters)
   becomes `sk-ant-[redacted]`;

@@ -44,6 +44,7 @@ from pydantic import BaseModel, ValidationError
 from agent.events import Event, emit
 from agent.render import describe_error, renderable, safe_text
 from agent.schema import call_arguments
+from agent.secrets import redact
 from agent.tools import Tool, ToolCall, ToolOutcome
 
 if TYPE_CHECKING:
@@ -192,7 +193,7 @@ def warn_outcomes(outcomes: Sequence[ToolOutcome], step: int) -> None:
         if outcome.is_error:
             text = str(outcome.value)
             kind = next((words for prefix, words in KINDS if text.startswith(prefix)), "failed")
-            first = text.splitlines()[0][:300] if text else ""
+            first = redact(text.splitlines()[0][:300]) if text else ""
             log.warning("[step %d] tool %s %s: %s", step, name, kind, first)
         else:
             shown = default_repr(outcome.value)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agent.context.compressors.jsonish import dump_full, normalize
+from agent.secrets import redact
 
 if TYPE_CHECKING:
     from agent.context.artifacts import ArtifactStore
@@ -135,7 +136,6 @@ def store_full(outcome: ToolOutcome, full: str, is_json: bool, store: ArtifactSt
     if store is None:
         return None
     from agent.context.artifacts import artifact_name
-    from agent.secrets import redact  # loaded when a result is first stored
 
     kept = redact(full)  # named after what is stored, so the name hashes no secret
     name = artifact_name(outcome.call.name, kept, is_json=is_json)
@@ -152,9 +152,10 @@ def render_outcome(
     `store` opens the run's artifact store on first use (None: artifacts are off)."""
     full, is_json = dump_full(outcome.value)
     if not policy.on:
-        return full or "(empty)"
+        return redact(full) or "(empty)"
     pointer = store_full(outcome, full, is_json, store()) if len(full) >= policy.min_chars else None
-    return render(outcome.value, is_error=outcome.is_error, policy=policy, pointer=pointer, full_text=full)
+    shown = render(outcome.value, is_error=outcome.is_error, policy=policy, pointer=pointer, full_text=full)
+    return redact(shown)  # the model never reads a key a tool printed (`agent.secrets`)
 
 
 def register_read_artifact(registry: ToolRegistry, artifacts_dir: Any) -> None:

@@ -32,6 +32,8 @@ from typing import Any
 
 __all__ = ["append_request", "read_requests", "request_at"]
 
+from agent.secrets import redact
+
 log = logging.getLogger("agent")
 
 
@@ -58,7 +60,7 @@ def append_request(
         for key, value in request.items()
     }
     record = {"run": run_id, "step": step, "keep": keep, "same": same, "request": body}
-    line = json.dumps(record, default=str) + "\n"
+    line = redact(json.dumps(record, default=str)) + "\n"  # the file outlives the run (`agent.secrets`)
     target = Path(path)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
