@@ -377,9 +377,11 @@ async def _arun_one(registry: Tools, item: _Running) -> ToolOutcome:
     if isinstance(prepared, ToolOutcome):
         return item.finish(prepared)
     tool_, arguments = prepared
+    watched: _Watched | None = None
     try:
         args, kwargs = call_arguments(tool_.fn, arguments)
-        value, failed = await tool_.fn(*args, **kwargs), False
+        watched = _Watched(tool_.fn(*args, **kwargs))
+        value, failed = await watched, False
     except KeyboardInterrupt as error:
         if in_main_thread():  # the loop runs there: this may be the user's Ctrl-C
             raise
@@ -387,7 +389,58 @@ async def _arun_one(registry: Tools, item: _Running) -> ToolOutcome:
     except BaseException as error:  # as in run_one; a CancelledError it raised, or ours after a
         value, failed = describe_error(error), True  # timeout, when its outcome is claimed
     seconds = time.monotonic() - started
+    blocked = watched.longest if watched is not None else 0.0
+    if blocked >= BLOCKING_S:
+        log.warning(
+            "[tool %s] blocked the event loop for %.1f s without yielding (every run on the loop "
+            "waited): make it a plain def, or await asyncio.sleep / asyncio.to_thread",
+            call.name,
+            blocked,
+        )
+    limit = timeout_for(registry, tool_)
+    if limit is not None and blocked >= limit:  # its timeout could not fire: the loop was held
+        late = (
+            f"timeout: {call.name} did not finish in {limit:g}s (it blocked the event loop {blocked:.1f} s)"
+        )
+        return item.finish(ToolOutcome(call, late, True, seconds, tool_))
     return item.finish(ToolOutcome(call, _rendered(registry, value, call.name), failed, seconds, tool_))
+
+
+BLOCKING_S = 1.0
+"""An async tool that runs this long without yielding to the event loop is reported: it holds
+every run on the loop, and no timeout can fire meanwhile."""
+
+
+class _Watched:
+    """Awaits a coroutine slice by slice, timing each. A slice is code that runs without giving
+    the event loop back, so the longest slice is how long the tool blocked the loop (a
+    `time.sleep` in an `async def`): seen, it is reported, and a result that came back only
+    because the loop could not fire the timeout is discarded as a timeout."""
+
+    def __init__(self, coroutine: Any) -> None:
+        self.coroutine = coroutine
+        self.longest = 0.0
+
+    def __await__(self) -> Any:
+        inner = self.coroutine.__await__()
+        sent: Any = None
+        thrown: BaseException | None = None
+        while True:
+            started = time.monotonic()
+            try:
+                yielded = inner.throw(thrown) if thrown is not None else inner.send(sent)
+            except StopIteration as stop:
+                return stop.value
+            finally:
+                self.longest = max(self.longest, time.monotonic() - started)
+            sent, thrown = None, None
+            try:
+                sent = yield yielded
+            except GeneratorExit:
+                inner.close()
+                raise
+            except BaseException as error:  # a cancellation, say: passed on to the tool
+                thrown = error
 
 
 def _prepare(registry: Tools, call: ToolCall) -> tuple[Tool, BaseModel] | ToolOutcome:

@@ -45,6 +45,7 @@ class Connection:
         self.gone: str | None = None  # why calls can no longer be made
         self._loop = asyncio.new_event_loop()
         self._stop: asyncio.Event | None = None
+        self._task: asyncio.Task[None] | None = None
         self._ready: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._thread = threading.Thread(target=self._main, name=f"mcp-{server.label}"[:60], daemon=True)
 
@@ -86,8 +87,12 @@ class Connection:
         return await asyncio.wrap_future(future)
 
     def _request_stop(self) -> None:
+        """End the session: a ready one leaves its wait; one still starting (a server that
+        never answers `initialize`) is cancelled, which stops its process on the way out."""
         if self._stop is not None:
             self._stop.set()
+        if not self._ready.done() and self._task is not None:
+            self._task.cancel()
 
     def _main(self) -> None:
         try:
@@ -105,6 +110,7 @@ class Connection:
         from mcp import Client
 
         self._stop = asyncio.Event()
+        self._task = asyncio.current_task()
         async with contextlib.AsyncExitStack() as stack:
             client = Client(await _target(self.server, stack))
             self.client = await stack.enter_async_context(client)
