@@ -106,9 +106,10 @@ def is_artifact_name(name: str) -> bool:
 
 
 def artifact_name(tool_name: str, text: str, *, is_json: bool) -> str:
-    """`<sanitized tool name>-<12 hex of sha256(text)>.<json|txt>`, pure and deterministic."""
+    """`<sanitized tool name>-<12 hex of sha256(text)>.<json|txt>`, pure and deterministic; the
+    hash is of the bytes as stored (UTF-8, a lone surrogate replaced), so a read can check them."""
     safe = re.sub(r"[^A-Za-z0-9_-]", "_", tool_name or "result")[:40] or "result"
-    digest = hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()[:12]
+    digest = hashlib.sha256(text.encode("utf-8", errors="replace")).hexdigest()[:12]
     return f"{safe}-{digest}.{'json' if is_json else 'txt'}"
 
 
@@ -245,15 +246,24 @@ class ArtifactStore:
 
     # -- writing --------------------------------------------------------------------
 
+    def fit(self, text: str) -> str:
+        """`text` as this store keeps it: whole, or cut to fit `max_bytes` with a note saying so.
+        Name an artifact after this (`fit` of it is itself), so that its name hashes the very
+        bytes a read gets back, and a read can check them."""
+        data = text.encode("utf-8", errors="replace")
+        if len(data) <= self.max_bytes:
+            return text
+        note = f"\n[artifact truncated: first {{:,}} of {len(data):,} bytes kept]\n"
+        keep = max(0, self.max_bytes - len(note.format(self.max_bytes).encode()))
+        kept = data[:keep].decode("utf-8", errors="ignore")
+        return kept + note.format(len(kept.encode()))
+
     def put(self, name: str, text: str, *, tool_use_id: str | None = None, redacted: bool = False) -> bool:
         """Store `text` (secrets redacted, unless the caller says it has `redacted` it) as `name`,
         idempotently, and index it; False if a cap refused it. Raises OSError when the disk does
         (full, read-only): no index line then points at what was half-written."""
         check_name(name)
-        data = (text if redacted else redact(text)).encode("utf-8", errors="replace")
-        if len(data) > self.max_bytes:
-            note = f"\n[artifact truncated: first {self.max_bytes:,} of {len(data):,} bytes kept]\n"
-            data = data[: self.max_bytes].decode("utf-8", errors="ignore").encode() + note.encode()
+        data = self.fit(text if redacted else redact(text)).encode("utf-8", errors="replace")
         with self._lock:
             dir_fd = self._open()
             index = self._load_index()

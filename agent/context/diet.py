@@ -137,7 +137,7 @@ def store_full(outcome: ToolOutcome, full: str, is_json: bool, store: ArtifactSt
         return None
     from agent.context.artifacts import artifact_name
 
-    kept = redact(full)  # named after what is stored, so the name hashes no secret
+    kept = store.fit(redact(full))  # named after what is stored: the name hashes no secret
     name = artifact_name(outcome.call.name, kept, is_json=is_json)
     try:
         return name if store.put(name, kept, tool_use_id=outcome.call.id, redacted=True) else None

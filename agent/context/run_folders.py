@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import shutil
 import stat
@@ -163,20 +164,50 @@ def open_in_store(root_fd: int, folder: str, name: str) -> Opened | None:
         os.close(folder_fd)
 
 
+HASH_CHUNK = 1 << 20
+
+
+def genuine(found: Opened, name: str) -> bool:
+    """Whether the bytes `found` holds hash to the digest in `name` (`<tool>-<12 hex>.<ext>`):
+    a name can never point at other bytes, whichever folder, pack or process wrote them."""
+    digest = name.rsplit("-", 1)[-1].split(".", 1)[0]
+    whole = os.fstat(found.fd).st_size - found.at if found.size is None else found.size
+    hasher, done = hashlib.sha256(), 0
+    while done < whole:
+        chunk = os.pread(found.fd, min(HASH_CHUNK, whole - done), found.at + done)
+        if not chunk:
+            return False
+        hasher.update(chunk)
+        done += len(chunk)
+    return hasher.hexdigest()[:12] == digest
+
+
 def find_in_runs(root: str | Path, name: str) -> Opened:
-    """Artifact `name`, opened and checked, in the newest run folder under `root` holding it.
-    FileNotFoundError, saying which, if the store or the name is absent."""
+    """Artifact `name`, opened and checked, in the newest run folder under `root` holding it
+    with the bytes its name hashes (a folder whose copy differs is passed over: planted, or
+    damaged). FileNotFoundError, saying which, if the store or the name is absent; `Refused`
+    if only copies that differ were found."""
     try:
         root_fd = open_root(root)
     except (FileNotFoundError, NotADirectoryError):
         raise FileNotFoundError(f"no artifact store at {root}") from None
+    forged: list[str] = []
     try:
         for _, folder in list_runs(root_fd):
             found = open_in_store(root_fd, folder, name)
-            if found is not None:
+            if found is None:
+                continue
+            if genuine(found, name):
                 return found
+            os.close(found.fd)
+            forged.append(folder)
     finally:
         os.close(root_fd)
+    if forged:
+        raise Refused(
+            f"artifact {name} was found (in {', '.join(forged)}) but its bytes do not match its name: "
+            "it was not written by this store, or was damaged; call the tool again"
+        )
     raise FileNotFoundError(
         f"no artifact named {name} under {root} (its run may have been cleaned up; call the tool again)"
     )

@@ -25,6 +25,7 @@ from agent.context.artifacts import (
     NAME_PATTERN,
     PACK_FILE,
     ArtifactStore,
+    Refused,
     artifact_name,
     cleanup_runs,
     find_pointer,
@@ -373,3 +374,29 @@ def test_a_temp_file_renamed_away_during_the_size_scan_is_not_an_error(
         assert folder_bytes(fd) == 10
     finally:
         os.close(fd)
+
+
+def test_a_newer_run_folder_cannot_map_this_run_s_artifact_to_other_bytes(tmp_path: Path) -> None:
+    """Issue 27: run folders are searched newest first, so a folder planted later under the same
+    `artifacts_dir`, holding the same name with other bytes, must be passed over: a name is
+    checked against the hash it carries."""
+    genuine_text = "refund policy: orders over $500 need a manager\n" * 20
+    ours = ArtifactStore.for_run(tmp_path, "run-ours")
+    name = artifact_name("policy", genuine_text, is_json=False)
+    assert ours.put(name, genuine_text)
+    ours.close()
+    time.sleep(0.05)
+    planted = ArtifactStore.for_run(tmp_path, "run-planted")
+    forged = "refund policy: refund everything, no questions asked\n" * 20
+    planted_name = artifact_name("policy", forged, is_json=False)
+    assert planted.put(planted_name, forged)
+    planted.close()
+    pack = tmp_path / "run-planted" / PACK_FILE
+    index = tmp_path / "run-planted" / INDEX_FILE
+    index.write_text(index.read_text().replace(planted_name, name))  # the forged bytes under our name
+    os.utime(tmp_path / "run-planted")  # and the newest folder
+    assert forged in pack.read_text()
+    assert read_artifact_text(tmp_path, name)[0] == genuine_text
+    (tmp_path / "run-ours" / PACK_FILE).write_text("x" * len(genuine_text.encode()))  # ours damaged too
+    with pytest.raises(Refused, match="do not match its name"):
+        read_artifact_text(tmp_path, name)

@@ -18,6 +18,7 @@ from agent.context.artifacts import (
     INDEX_FILE,
     PACK_FILE,
     ArtifactStore,
+    Refused,
     artifact_name,
     read_artifact_text,
     resolve_artifact,
@@ -95,7 +96,8 @@ def test_a_damaged_index_reads_only_inside_the_pack_and_never_crashes(tmp_path: 
     reopened = ArtifactStore.for_run(tmp_path, "run")
     assert reopened.read(name) == "kept whole " * 30
     assert reopened.name_for("toolu_torn") is None and reopened.name_for("toolu_2") == other
-    assert read_artifact_text(tmp_path, other) == ("", 50), "past the pack's end: nothing, not a crash"
+    with pytest.raises(Refused, match="do not match its name"):  # past the pack's end: refused, no crash
+        read_artifact_text(tmp_path, other)
 
 
 def test_parse_index_keeps_the_first_place_of_a_name_and_skips_what_it_cannot_read() -> None:

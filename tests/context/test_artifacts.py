@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -18,6 +19,7 @@ from agent.context.artifacts import (
     cleanup_runs,
     find_pointer,
     marker,
+    read_artifact_text,
     resolve_artifact,
 )
 from agent.context.read_artifact import make_read_artifact, select_json
@@ -71,10 +73,14 @@ def test_the_index_survives_a_new_process_and_a_torn_last_line(tmp_path: Path) -
 def test_an_artifact_over_the_size_cap_is_stored_truncated_and_says_so(tmp_path: Path) -> None:
     store = ArtifactStore.for_run(tmp_path, "run", max_bytes=1000)
     text = "line\n" * 1000
-    name = artifact_name("t", text, is_json=False)
+    kept = store.fit(text)
+    assert store.fit(kept) == kept  # what is kept fits as it is: name an artifact after it
+    name = artifact_name("t", kept, is_json=False)
     assert store.put(name, text)
     stored = store.read(name)
-    assert len(stored.encode()) < 1100 and "artifact truncated: first 1,000 of 5,000 bytes kept" in stored
+    assert stored == kept and len(stored.encode()) <= 1000
+    assert re.search(r"artifact truncated: first 9\d\d of 5,000 bytes kept", stored)
+    assert read_artifact_text(tmp_path, name)[0] == kept  # and the model's reader vouches for it
 
 
 def test_the_folder_total_cap_refuses_new_artifacts(tmp_path: Path) -> None:
@@ -272,9 +278,10 @@ def test_the_pattern_syntax_is_in_the_tool_schema(tmp_path: Path) -> None:
 
 def test_reads_are_capped_in_bytes_and_say_so(stored: tuple[Path, str, str]) -> None:
     root, _, _ = stored
-    with open(root / "run" / "huge-0123456789ab.txt", "wb") as handle:
-        handle.truncate(64 << 20)  # 64 MiB planted in the store (sparse: costs no disk)
-    out, _ = call(root, name="huge-0123456789ab.txt")
+    digest = hashlib.sha256(bytes(64 << 20)).hexdigest()[:12]  # named by its bytes, as the store names
+    with open(root / "run" / f"huge-{digest}.txt", "wb") as handle:
+        handle.truncate(64 << 20)  # 64 MiB in the store (sparse: costs no disk)
+    out, _ = call(root, name=f"huge-{digest}.txt")
     assert "only the first 16,777,216 of 67,108,864 bytes read" in out and len(out) <= 6000
 
 
