@@ -26,6 +26,10 @@ class RunResult:
     messages: list[Msg]
     detail: str | None = None
     """Why the run ended when that was not a normal final answer."""
+    uncertain: tuple[str, ...] = ()
+    """The irreversible calls whose outcome is unknown (`name (id)`): they timed out, or a run
+    died while they ran and their tool takes no idempotency key. Check each before trusting
+    a final answer: a run with one does not end in plain success (`detail` says so)."""
 
     @property
     def steps(self) -> list[Usage]:

@@ -70,6 +70,21 @@ class Described:
     hints: Mapping[str, Any]
 
 
+IDEMPOTENCY_KEY = "idempotency_key"
+"""A tool parameter by this name is filled by the framework, never by the model: a key that
+stays the same for one call across a crash and a resume (the run id and the call's id), for a
+backend that does an operation once per key (as payment APIs take an `Idempotency-Key`)."""
+
+
+def takes_idempotency_key(fn: Callable[..., Any]) -> bool:
+    """Whether `fn` has an `idempotency_key` parameter that can be passed by name."""
+    try:
+        param = inspect.signature(fn).parameters.get(IDEMPOTENCY_KEY)
+    except (TypeError, ValueError):
+        return False
+    return param is not None and param.kind in (param.KEYWORD_ONLY, param.POSITIONAL_OR_KEYWORD)
+
+
 def describe_callable(
     fn: Callable[..., Any], label: str | None = None, localns: Mapping[str, Any] | None = None
 ) -> Described:
@@ -103,7 +118,9 @@ def describe_callable(
         signature = inspect.signature(fn)
     except (TypeError, ValueError) as error:
         raise TypeError(f"tool {label}: its signature cannot be read ({error})") from None
-    params = tuple(p for p in signature.parameters.values() if p.name not in bound)
+    params = tuple(
+        p for p in signature.parameters.values() if p.name not in bound and p.name != IDEMPOTENCY_KEY
+    )
     for param in params:
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise TypeError(f"tool {label}: *args/**kwargs cannot be described to a model")

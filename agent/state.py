@@ -52,9 +52,15 @@ class RunState:
     """This run's `Extension`s, in hook order (the run's own, then the agent's)."""
     extras: dict[str, Any] = field(default_factory=dict, repr=False)
     """What extensions keep for this run, each under its own key."""
+    uncertain: list[str] = field(default_factory=list)
+    """Irreversible calls whose outcome is unknown, `name (id)` (`ToolOutcome.uncertain`)."""
 
     def result(self, text: str, stop_reason: str, detail: str | None = None) -> RunResult:
-        return RunResult(text, stop_reason, self.usage, list(self.messages), detail)
+        if self.uncertain and detail is None:
+            detail = (
+                f"outcome unknown for {len(self.uncertain)} irreversible call(s): {', '.join(self.uncertain)}"
+            )
+        return RunResult(text, stop_reason, self.usage, list(self.messages), detail, tuple(self.uncertain))
 
     def with_messages(self, messages: list[Msg]) -> RunState:
         """A shallow copy holding `messages` instead (to measure a candidate history)."""

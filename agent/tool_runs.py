@@ -28,6 +28,7 @@ import asyncio
 import contextlib
 import contextvars
 import copy
+import dataclasses
 import functools
 import inspect
 import logging
@@ -43,7 +44,7 @@ from pydantic import BaseModel, ValidationError
 
 from agent.events import Event, emit
 from agent.render import describe_error, renderable, safe_text
-from agent.schema import call_arguments
+from agent.schema import IDEMPOTENCY_KEY, call_arguments
 from agent.secrets import redact
 from agent.tools import Tool, ToolCall, ToolOutcome
 
@@ -82,9 +83,14 @@ class Expired(Exception):
     """An async tool ran past its timeout (not a TimeoutError the tool raised itself)."""
 
 
-def invoke(fn: Callable[..., Any], arguments: BaseModel, timeout: float | None) -> Any:
-    """Call `fn` with its validated arguments; a coroutine it returns is run to its timeout."""
+def invoke(
+    fn: Callable[..., Any], arguments: BaseModel, timeout: float | None, key: str | None = None
+) -> Any:
+    """Call `fn` with its validated arguments (and `key` as its `idempotency_key`, when given);
+    a coroutine it returns is run to its timeout."""
     args, kwargs = call_arguments(fn, arguments)
+    if key is not None:
+        kwargs[IDEMPOTENCY_KEY] = key
     value = fn(*args, **kwargs)
     if inspect.iscoroutine(value):  # `async def`, an async __call__, a partial of either
         return asyncio.run(_bounded(value, timeout))
@@ -256,6 +262,7 @@ async def run_turn(
     """One turn's calls through the extensions' hooks, the rest run in parallel (by
     `execute`, `arun_all` unless told); outcomes in call order, each reported as an event."""
     extensions = state.extensions
+    calls = [dataclasses.replace(c, idempotency_key=f"{state.run_id}:{c.id}") for c in calls]
     for call in calls:
         emit(on_event, Event("tool_call", state.step, tool=call.name, tool_use_id=call.id))
     gates = any(ext.gate for ext in extensions)
@@ -287,6 +294,7 @@ async def run_turn(
     for i, outcome in zip(to_run, ran, strict=True):
         settled[i] = finished.get(outcome.call.id, outcome) if extensions else outcome
     outcomes = [settled[i] for i in range(len(calls))]
+    state.uncertain += [f"{o.call.name} ({o.call.id})" for o in outcomes if o.uncertain]
     warn_outcomes(outcomes, state.step)
     for o in outcomes:
         emit(on_event, Event("tool_result", state.step, "", o.call.name, o.call.id, o.is_error))
@@ -380,6 +388,8 @@ async def _arun_one(registry: Tools, item: _Running) -> ToolOutcome:
     watched: _Watched | None = None
     try:
         args, kwargs = call_arguments(tool_.fn, arguments)
+        if (key := _key(call, tool_)) is not None:
+            kwargs[IDEMPOTENCY_KEY] = key
         watched = _Watched(tool_.fn(*args, **kwargs))
         value, failed = await watched, False
     except KeyboardInterrupt as error:
@@ -443,6 +453,11 @@ class _Watched:
                 thrown = error
 
 
+def _key(call: ToolCall, tool_: Tool) -> str | None:
+    """The `idempotency_key` an idempotent tool is called with (the call's id, outside a run)."""
+    return (call.idempotency_key or call.id) if tool_.idempotent else None
+
+
 def _prepare(registry: Tools, call: ToolCall) -> tuple[Tool, BaseModel] | ToolOutcome:
     """The tool and its validated arguments, or the error outcome the model reads instead."""
     tool_ = registry.get(call.name)
@@ -476,7 +491,7 @@ def run_one(registry: Tools, call: ToolCall) -> ToolOutcome:
     tool_, arguments = prepared
     timeout = timeout_for(registry, tool_)
     try:
-        value, failed = invoke(tool_.fn, arguments, timeout), False
+        value, failed = invoke(tool_.fn, arguments, timeout, _key(call, tool_)), False
         if inspect.isgenerator(value) or inspect.isasyncgen(value):
             kind = type(value).__name__
             value, failed = f"{call.name} returned a {kind}, not a value (its body never ran)", True

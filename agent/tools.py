@@ -28,6 +28,7 @@ from agent.schema import (
     input_model_for,
     json_schema,
     parse_docstring,
+    takes_idempotency_key,
 )
 
 __all__ = [
@@ -74,6 +75,10 @@ class Tool:
     defer: bool | None = None
     """True: declared with `defer_loading: true` (loaded only once a tool search finds it).
     False: never deferred (a tool every step needs). None: a tool search extension decides."""
+    idempotent: bool = False
+    """The function takes an `idempotency_key` (`agent.schema.IDEMPOTENCY_KEY`, hidden from the
+    model) and hands it to a backend that acts once per key: a call whose outcome is unknown
+    after a crash may then be run again with the same key, so it takes effect exactly once."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not TOOL_NAME.fullmatch(self.name):
@@ -164,6 +169,7 @@ def tool(
             compress=compress,
             timeout=timeout,
             defer=defer,
+            idempotent=takes_idempotency_key(func),
         )
         check_sendable(made.declaration(), made.name)
         return made
@@ -178,6 +184,8 @@ class ToolCall:
     id: str
     name: str
     input: Mapping[str, Any]
+    idempotency_key: str | None = None
+    """`<run id>:<call id>`, set by the loop: the same for this call in every life of the run."""
 
 
 @dataclass
@@ -191,6 +199,17 @@ class ToolOutcome:
     is_error: bool = False
     seconds: float = 0.0
     tool: Tool | None = field(default=None, repr=False)
+
+    @property
+    def uncertain(self) -> bool:
+        """An irreversible call that may or may not have taken effect: it timed out (and may
+        still be running), or a run died while it ran ("outcome unknown")."""
+        return (
+            self.tool is not None
+            and self.tool.irreversible
+            and self.is_error
+            and str(self.value).startswith(("timeout:", "outcome unknown:"))
+        )
 
 
 def _keep(keep: Iterable[str] | None, name: str) -> tuple[str, ...] | None:

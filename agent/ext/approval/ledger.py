@@ -89,7 +89,7 @@ def took_effect(outcome: ToolOutcome) -> bool:
     running) or its outcome is unknown. Any of these blocks an identical repeat."""
     if outcome.tool is None or not outcome.tool.irreversible:
         return False
-    return not outcome.is_error or str(outcome.value).startswith(("timeout:", "outcome unknown:"))
+    return not outcome.is_error or outcome.uncertain
 
 
 Journal = Callable[[dict[str, Any]], None]
@@ -190,6 +190,9 @@ class Ledger:
         key = self.call_key(call)
         irreversible = tool_ is not None and tool_.irreversible
         if self.started.get(key) or (key in self.started and irreversible):
+            if tool_ is not None and tool_.idempotent:  # its backend acts once per key: run it
+                log.warning("%s was started and its outcome is unknown: run again with its key", call.name)
+                return None  # again, with the same key (the run's id and this call's): exactly once
             return ToolOutcome(
                 call,
                 f"outcome unknown: {call.name} was started but the run stopped before its result was "

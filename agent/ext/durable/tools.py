@@ -12,7 +12,9 @@ On replay the `started` step returns the nonce an *earlier* execution drew. If t
 started the tool and died before its result was stored: the tool may have taken effect,
 so it is not run again and the model reads "outcome unknown" (the same words and the same
 `took effect` rule as a JSONL session resume, `agent.ext.approval.gate`). A worker killed before
-`started` was recorded draws a fresh nonce on replay: the tool had not started, it runs.
+`started` was recorded draws a fresh nonce on replay: the tool had not started, it runs. A
+tool that takes an `idempotency_key` (`Tool.idempotent`) is run again instead, with the same
+key (the workflow id and the call's id): its backend makes that exactly once.
 
 DBOS numbers the steps of a workflow in the order they start, and a replay must meet them
 in the same order: the `started` steps are taken one after another, then the turn's tool
@@ -82,8 +84,9 @@ def _runner(
     registry: Tools, call: ToolCall, cut_off: bool
 ) -> Callable[[], Coroutine[Any, Any, tuple[Any, bool, float]]]:
     async def run() -> tuple[Any, bool, float]:
-        if cut_off:
-            return unknown_outcome(call), True, 0.0
+        tool_ = registry.get(call.name)
+        if cut_off and not (tool_ is not None and tool_.idempotent):  # an idempotent one runs again
+            return unknown_outcome(call), True, 0.0  # (same key: the workflow's id and the call's)
         [outcome] = await arun_all(registry, [call])
         return outcome.value, outcome.is_error, outcome.seconds
 
