@@ -24,7 +24,7 @@ def side_effect(folder: Path, line: str) -> None:
         os.close(fd)
 
 
-def make_gated_agent() -> Agent:
+def make_gated_agent(idempotent: bool = False) -> Agent:
     folder = Path(os.environ["DURABLE_DIR"])
 
     @tool(requires_approval=True)
@@ -51,11 +51,29 @@ def make_gated_agent() -> Agent:
             time.sleep(120)  # the test kills the worker here: shipped, result not recorded
         return f"shipped {order}"
 
+    @tool(irreversible=True, name="ship")
+    def ship_once(order: str, idempotency_key: str) -> str:
+        """Ship an order (irreversible), through a carrier that ships once per key.
+
+        Args:
+            order: the order id.
+        """
+        booked = folder / f"carrier-{idempotency_key.replace(':', '_')}"
+        if booked.exists():  # the carrier already took this key: the same shipment, not another
+            return booked.read_text()
+        side_effect(folder, f"ship {order}")
+        booked.write_text(f"shipped {order}")
+        marker = folder / "ship.started"
+        if not marker.exists():
+            marker.touch()
+            time.sleep(120)  # the test kills the worker here: shipped, result not recorded
+        return f"shipped {order}"
+
     llm = AnthropicLLM(base_url=os.environ["DURABLE_SIM_URL"], api_key="sim", max_retries=0)
     return Agent(
         llm=llm,
         model="claude-opus-4-5",
-        tools=[refund, ship],
+        tools=[refund, ship_once if idempotent else ship],
         extensions=[Approval(WaitForApproval(timeout_s=120), allow=["ship"])],  # only the refund waits
         artifacts_dir=None,
         max_steps=10,
@@ -63,3 +81,4 @@ def make_gated_agent() -> Agent:
 
 
 register_agent("gated", make_gated_agent)
+register_agent("gated-idempotent", lambda: make_gated_agent(idempotent=True))

@@ -331,9 +331,17 @@ def wait_until(predicate: Any, timeout: float = 60.0) -> None:
 @pytest.mark.skipif(
     postgres_bin() is None, reason="Postgres is not installed here (.ci/run installs the postgresql package)"
 )
+@pytest.mark.parametrize(
+    ("agent", "cut_off"),
+    [("gated", "outcome unknown: ship was started"), ("gated-idempotent", "shipped B-2")],
+    ids=["at-most-once", "idempotent-exactly-once"],
+)
 def test_a_killed_worker_s_run_is_recovered_approved_once_and_its_irreversible_call_not_repeated(
-    tmp_path: Path,
+    tmp_path: Path, agent: str, cut_off: str
 ) -> None:
+    """A worker SIGKILLed inside `ship`: the refund is not asked again, the shipment happens once.
+    Without an idempotency key the run reads "outcome unknown" (at most once); with one, `ship`
+    runs again with its key and the carrier ships once: exactly one shipment, and it is known."""
     env = {**os.environ, "DURABLE_DIR": str(tmp_path)}
     env.pop("ANTHROPIC_API_KEY", None)
     workers: list[Worker] = []
@@ -344,7 +352,7 @@ def test_a_killed_worker_s_run_is_recovered_approved_once_and_its_irreversible_c
             workers.append(Worker(db, "worker-a", env, tmp_path / "a.log"))
             client = RunClient(db)
             try:
-                run_id = client.enqueue("gated", "Refund A-1, then ship B-2.")
+                run_id = client.enqueue(agent, "Refund A-1, then ship B-2.")
                 waiting = None
                 while waiting is None:  # the run waits, durably, for a person in another process
                     waiting = client.waiting_approval(run_id, timeout_s=60)
@@ -371,5 +379,9 @@ def test_a_killed_worker_s_run_is_recovered_approved_once_and_its_irreversible_c
         content_text(b["content"]) for m in answer.messages for b in blocks(m) if b["type"] == "tool_result"
     ]
     assert results[0] == "refunded A-1"
-    assert results[1].startswith("outcome unknown: ship was started")
+    assert results[1].startswith(cut_off)
+    if agent == "gated-idempotent":
+        assert answer.uncertain == () and answer.detail is None
+    else:
+        assert len(answer.uncertain) == 1 and answer.uncertain[0].startswith("ship (")
     assert len(sim.requests) - requests_before == 1  # only the answer after the cut-off call: none repeated
