@@ -127,7 +127,7 @@ class Worker:
             "--agents",
             "benchmarks.scale",
         ]
-        command += ["--executor-id", executor_id, "--worker-concurrency", str(concurrency)]
+        command += ["--executor-id", executor_id, "--worker-concurrency", str(concurrency), "--create-db"]
         self.out = (logs / f"{executor_id}-{time.monotonic_ns()}.log").open("w")
         root = Path(__file__).resolve().parent.parent
         self.process = subprocess.Popen(command, env=env, cwd=root, stdout=self.out, stderr=subprocess.STDOUT)

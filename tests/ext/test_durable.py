@@ -302,7 +302,7 @@ class Worker:
             "--agents",
             "tests.ext.durable_agents",
         ]
-        command += ["--executor-id", executor_id]
+        command += ["--executor-id", executor_id, "--create-db"]
         with log.open("w") as out:
             self.process = subprocess.Popen(command, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 120
@@ -385,3 +385,43 @@ def test_a_killed_worker_s_run_is_recovered_approved_once_and_its_irreversible_c
     else:
         assert len(answer.uncertain) == 1 and answer.uncertain[0].startswith("ship (")
     assert len(sim.requests) - requests_before == 1  # only the answer after the cut-off call: none repeated
+
+
+def worker_exit(*argv: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "agent.ext.durable.worker", "--agents", "tests.ext.durable_agents"]
+    env = {**os.environ, "DURABLE_DIR": "/nonexistent", "DURABLE_SIM_URL": "http://127.0.0.1:9"}
+    return subprocess.run(
+        [*command, "--executor-id", "w1", *argv],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_a_worker_refuses_a_database_that_does_not_exist_in_one_line(tmp_path: Path) -> None:
+    missing = tmp_path / "runs.sqlite"
+    done = worker_exit("--db", f"sqlite:///{missing}")
+    assert done.returncode != 0 and not missing.exists()
+    assert done.stderr.strip().splitlines() == [
+        f"worker w1: no SQLite database at {missing} (pass --create-db to create it)"
+    ]
+    done = worker_exit("--db", f"sqlite:///{tmp_path}/no/such/folder/runs.sqlite")
+    assert len(done.stderr.strip().splitlines()) == 1 and "no folder" in done.stderr
+    done = worker_exit("--db", "mysql://localhost/runs")
+    assert len(done.stderr.strip().splitlines()) == 1 and "neither sqlite" in done.stderr
+
+
+@pytest.mark.skipif(postgres_bin() is None, reason="Postgres is not installed here (.ci/run installs it)")
+def test_a_worker_refuses_a_misspelt_postgres_database_and_an_unreachable_server() -> None:
+    with LocalPostgres() as pg:
+        pg_ok = pg.database_url("postgres")
+        assert worker_exit(
+            "--db", pg_ok.replace("/postgres", "/runz"), "--polling-interval-s", "0.1"
+        ).stderr.strip() == (
+            "worker w1: database 'runz' does not exist on 127.0.0.1: create it "
+            "(createdb, or pass --create-db), or fix the name in --db"
+        )
+    done = worker_exit("--db", "postgresql://postgres@127.0.0.1:9/runs")  # nothing listens on port 9
+    assert len(done.stderr.strip().splitlines()) == 1 and "cannot connect" in done.stderr

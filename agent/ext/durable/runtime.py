@@ -18,17 +18,20 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, cast
+from urllib.parse import urlsplit
 
 from dbos import DBOS, DBOSClient, DBOSConfig, EnqueueOptions, SetWorkflowID
 
+from agent.errors import AgentError
 from agent.ext.durable.agent import APPROVAL_EVENT, approval_topic, durable
 from agent.loop import Agent
 from agent.messages import Msg
 from agent.state import RunResult
 
 __all__ = ["DEFAULT_QUEUE", "RunClient", "agent_run", "approve", "enqueue_run", "launch", "register_agent"]
-__all__ += ["register_queue", "result", "shutdown", "start_run"]
+__all__ += ["DatabaseProblem", "check_database", "register_queue", "result", "shutdown", "start_run"]
 
 DEFAULT_QUEUE = "agent-runs"
 WORKFLOW_NAME = "agent_from_scratch.run"
@@ -50,6 +53,46 @@ async def agent_run(name: str, prompt: str, history: list[Msg] | None = None) ->
         known = ", ".join(sorted(_FACTORIES)) or "none"
         raise LookupError(f"no agent registered as {name!r} in this worker (registered: {known})")
     return await durable(factory()).arun(prompt, history=history or ())
+
+
+class DatabaseProblem(AgentError):
+    """A system database URL a worker cannot use: malformed, unreachable, or naming a database
+    that does not exist. The message is one line that names it."""
+
+
+def check_database(url: str, *, create: bool = False) -> None:
+    """Refuse (`DatabaseProblem`) a URL that is not `sqlite:///<file>` or `postgresql://...`, a
+    server that cannot be reached, and a database that does not exist unless `create` (the
+    SQLite file's folder must exist either way)."""
+    parsed = urlsplit(url) if isinstance(url, str) else None
+    if parsed is None or parsed.scheme not in ("sqlite", "postgresql", "postgres", "postgresql+psycopg"):
+        raise DatabaseProblem(f"--db {url!r} is neither sqlite:///path/file.sqlite nor postgresql://host/db")
+    if parsed.scheme == "sqlite":
+        path = Path(url.removeprefix("sqlite:///"))
+        if not path.parent.is_dir():
+            raise DatabaseProblem(f"no folder {path.parent} for the SQLite database {path}")
+        if not path.exists() and not create:
+            raise DatabaseProblem(f"no SQLite database at {path} (pass --create-db to create it)")
+        return
+    _check_postgres(url, parsed.path.lstrip("/") or "postgres", create)
+
+
+def _check_postgres(url: str, name: str, create: bool) -> None:
+    import psycopg  # dbos's own driver
+
+    plain = url.replace("postgresql+psycopg://", "postgresql://", 1)
+    try:
+        psycopg.connect(plain, connect_timeout=10).close()
+    except psycopg.OperationalError as error:
+        reason = " ".join(str(error).split())
+        if "does not exist" in reason and f'"{name}"' in reason:
+            if create:
+                return  # DBOS creates it on launch
+            raise DatabaseProblem(
+                f"database {name!r} does not exist on {urlsplit(plain).hostname}: create it "
+                "(createdb, or pass --create-db), or fix the name in --db"
+            ) from None
+        raise DatabaseProblem(f"cannot connect to the database in --db: {reason[:300]}") from None
 
 
 def launch(
