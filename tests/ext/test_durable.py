@@ -218,6 +218,16 @@ def test_the_queue_runs_one_at_a_time_in_a_worker_when_told(sqlite_dbos: Message
         assert start >= end
 
 
+def test_a_run_for_an_agent_no_worker_has_waits_for_one_that_has_it(sqlite_dbos: MessagesSimulator) -> None:
+    run_id = enqueue_run("late", "add things")  # nobody here serves "late" yet
+    time.sleep(1.0)
+    status = DBOS.get_workflow_status(run_id)
+    assert status is not None and status.status == "ENQUEUED"  # waiting, not failed
+    register_agent("late", lambda: Agent(llm=sqlite_dbos.llm(), model=MODEL, tools=[add], model_retries=0))
+    register_queue(agents=["late"], polling_interval_s=0.05)  # a worker that has it starts
+    assert result(run_id).text == "done"
+
+
 def test_the_queue_starts_no_more_runs_per_second_than_its_limit(sqlite_dbos: MessagesSimulator) -> None:
     register_queue(
         "one-per-second", worker_concurrency=None, starts_per_period=1, period_s=1.0, polling_interval_s=0.05

@@ -31,11 +31,17 @@ from agent.messages import Msg
 from agent.state import RunResult
 
 __all__ = ["DEFAULT_QUEUE", "RunClient", "agent_run", "approve", "enqueue_run", "launch", "register_agent"]
-__all__ += ["DatabaseProblem", "check_database", "register_queue", "result", "shutdown", "start_run"]
+__all__ += ["DatabaseProblem", "check_database", "queue_for", "register_queue", "registered", "result"]
+__all__ += ["shutdown", "start_run"]
 
 DEFAULT_QUEUE = "agent-runs"
 WORKFLOW_NAME = "agent_from_scratch.run"
 _FACTORIES: dict[str, Callable[[], Agent]] = {}
+
+
+def registered() -> list[str]:
+    """The agent names registered in this process, sorted."""
+    return sorted(_FACTORIES)
 
 
 def register_agent(name: str, factory: Callable[[], Agent]) -> None:
@@ -100,16 +106,20 @@ def launch(
     *,
     app_name: str = "agent-from-scratch",
     executor_id: str | None = None,
+    listen: Sequence[str] | None = None,
     **config: Any,
 ) -> None:
     """Start DBOS in this process on `database_url` (SQLite file or Postgres), recovering
-    the pending runs of `executor_id` (a restarted worker keeps its id)."""
+    the pending runs of `executor_id` (a restarted worker keeps its id). `listen`: the only
+    queues this process takes runs from (`queue_for`; a worker passes its agents')."""
     settings: dict[str, Any] = {"name": app_name, "system_database_url": database_url, **config}
     settings.setdefault("application_version", "agent-from-scratch-1")  # workers of one fleet agree
     settings.setdefault("log_level", "WARNING")
     if executor_id is not None:
         settings["executor_id"] = executor_id
     DBOS(config=cast(DBOSConfig, settings))
+    if listen is not None:
+        DBOS.listen_queues(list(listen))
     DBOS.launch()
 
 
@@ -118,26 +128,36 @@ def shutdown() -> None:
     DBOS.destroy(destroy_registry=False)
 
 
+def queue_for(queue: str, agent: str) -> str:
+    """The DBOS queue that holds `queue`'s runs of agent `agent`. One queue per agent, so a
+    worker takes only runs it can serve: a run for an agent no worker registers yet waits
+    on the queue (ENQUEUED) until one that has it starts, instead of failing in another."""
+    return f"{queue}/{agent}"
+
+
 def register_queue(
     name: str = DEFAULT_QUEUE,
     *,
+    agents: Sequence[str] | None = None,
     worker_concurrency: int | None = 4,
     global_concurrency: int | None = None,
     starts_per_period: int | None = None,
     period_s: float = 1.0,
     polling_interval_s: float = 1.0,
 ) -> None:
-    """Declare the run queue: at most `worker_concurrency` runs at once in each worker (and
-    `global_concurrency` in all), and at most `starts_per_period` runs started per `period_s`
-    across workers, sized for the API's rate limit."""
+    """Declare the run queue for `agents` (default: every agent registered in this process):
+    at most `worker_concurrency` runs of each agent at once in each worker (and
+    `global_concurrency` in all), and at most `starts_per_period` runs of each started per
+    `period_s` across workers, sized for the API's rate limit."""
     limiter = None if starts_per_period is None else {"limit": starts_per_period, "period": period_s}
-    DBOS.register_queue(
-        name,
-        worker_concurrency=worker_concurrency,
-        global_concurrency=global_concurrency,
-        limiter=cast(Any, limiter),
-        polling_interval_sec=polling_interval_s,
-    )
+    for agent in sorted(_FACTORIES) if agents is None else agents:
+        DBOS.register_queue(
+            queue_for(name, agent),
+            worker_concurrency=worker_concurrency,
+            global_concurrency=global_concurrency,
+            limiter=cast(Any, limiter),
+            polling_interval_sec=polling_interval_s,
+        )
 
 
 def start_run(name: str, prompt: str, *, history: Sequence[Msg] = (), run_id: str | None = None) -> str:
@@ -156,10 +176,10 @@ def enqueue_run(
     run_id: str | None = None,
     queue: str = DEFAULT_QUEUE,
 ) -> str:
-    """Put a run on `queue` for any worker to take; its run id."""
+    """Put a run on `queue` for any worker that has agent `name` to take; its run id."""
     run_id = run_id or new_run_id()
     with SetWorkflowID(run_id):
-        DBOS.enqueue_workflow(queue, agent_run, name, prompt, list(history))
+        DBOS.enqueue_workflow(queue_for(queue, name), agent_run, name, prompt, list(history))
     return run_id
 
 
@@ -196,7 +216,11 @@ class RunClient:
         queue: str = DEFAULT_QUEUE,
     ) -> str:
         run_id = run_id or new_run_id()
-        options: EnqueueOptions = {"workflow_name": WORKFLOW_NAME, "queue_name": queue, "workflow_id": run_id}
+        options: EnqueueOptions = {
+            "workflow_name": WORKFLOW_NAME,
+            "queue_name": queue_for(queue, name),
+            "workflow_id": run_id,
+        }
         self.client.enqueue(options, name, prompt, list(history))
         return run_id
 

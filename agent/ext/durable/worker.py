@@ -25,7 +25,9 @@ from agent.ext.durable.runtime import (
     DatabaseProblem,
     check_database,
     launch,
+    queue_for,
     register_queue,
+    registered,
     shutdown,
 )
 
@@ -54,7 +56,10 @@ def main(argv: list[str] | None = None) -> None:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    launch(args.db, executor_id=args.executor_id)
+    agents = registered()
+    if not agents:
+        raise SystemExit(f"worker {args.executor_id}: {', '.join(args.agents)} registered no agent")
+    launch(args.db, executor_id=args.executor_id, listen=[queue_for(args.queue, a) for a in agents])
     register_queue(
         args.queue,
         worker_concurrency=args.worker_concurrency,
