@@ -135,8 +135,19 @@ def _relay(event: Any, on_delta: Delta | None) -> str:
     return str(event.type)
 
 
-def _cut_off(response: Any, why: str) -> StreamCutOff:
-    return StreamCutOff(response=response, body=None, message=f"the reply stream {why}")
+def _mid_stream(error: anthropic.APIStatusError, response: Any) -> None:
+    """Raise `StreamCutOff` for an `error` event inside a 200 stream (it keeps the 200)."""
+    if error.status_code == 200:
+        raise StreamCutOff(
+            response=response, body=None, message=f"the reply stream carried an error: {error}"
+        )
+
+
+def _whole(last: str, response: Any) -> None:
+    """Raise `StreamCutOff` unless the stream's last event was its `message_stop`."""
+    if last != "message_stop":
+        why = f"the reply stream ended before message_stop (last event: {last or 'none'})"
+        raise StreamCutOff(response=response, body=None, message=why)
 
 
 class AnthropicLLM:
@@ -196,11 +207,9 @@ class AnthropicLLM:
                 for event in events:
                     last = _relay(event, on_delta)
             except anthropic.APIStatusError as error:
-                if error.status_code != 200:  # an error event inside a 200 stream keeps the 200
-                    raise
-                raise _cut_off(events.response, f"carried an error event: {error}") from error
-            if last != "message_stop":
-                raise _cut_off(events.response, f"ended before message_stop (last event: {last or 'none'})")
+                _mid_stream(error, events.response)
+                raise
+            _whole(last, events.response)
             return events.get_final_message()
 
     def count_tokens(self, request: Mapping[str, Any]) -> int:
@@ -269,9 +278,7 @@ class AsyncAnthropicLLM(AnthropicLLM):
                 async for event in events:
                     last = _relay(event, on_delta)
             except anthropic.APIStatusError as error:
-                if error.status_code != 200:  # an error event inside a 200 stream keeps the 200
-                    raise
-                raise _cut_off(events.response, f"carried an error event: {error}") from error
-            if last != "message_stop":
-                raise _cut_off(events.response, f"ended before message_stop (last event: {last or 'none'})")
+                _mid_stream(error, events.response)
+                raise
+            _whole(last, events.response)
             return await events.get_final_message()
