@@ -60,8 +60,9 @@ Delta = Callable[[str, str], None]
 NO_KEY = (
     "no Anthropic API key: set ANTHROPIC_API_KEY (or pass AnthropicLLM(api_key=...)). "
     "To run offline instead, give the agent another model: Agent(llm=ScriptedLLM([...])) "
-    "(agent.testing.scripted) or the local simulator, Agent(llm=MessagesSimulator(policy).llm()) "
-    "(agent.testing.simulator); the examples run offline with no key: python -m examples.e01_loop"
+    "(agent.testing.scripted) or the local simulator, `with MessagesSimulator(policy) as sim: "
+    "Agent(llm=sim.llm())` (agent.testing.simulator); the examples run offline with no key: "
+    "python -m examples.e01_loop"
 )
 
 
