@@ -137,7 +137,7 @@ def test_a_symlink_swapped_in_while_reading_is_never_followed(
     secret = tmp_path_factory.mktemp("outside") / "secret"
     secret.write_text("TOPSECRET\n")
     put_text(ArtifactStore.for_run(tmp_path, "run"), "y" * 300)
-    name, stop = "swap-0123456789ab.txt", threading.Event()
+    name, stop = artifact_name("swap", "harmless\n", is_json=False), threading.Event()  # genuine when a file
     swapper = threading.Thread(target=_swap_forever, args=(tmp_path / "run", name, secret, stop))
     swapper.start()
     seen, leaks, until = 0, 0, time.monotonic() + 1.5

@@ -35,6 +35,7 @@ from agent.ext.durable import (
     shutdown,
     start_run,
 )
+from agent.ext.durable.agent import MissingTools
 from agent.ext.durable.calls import RATE_GATE
 from agent.messages import blocks, content_text
 from agent.testing.postgres import LocalPostgres, postgres_bin
@@ -63,6 +64,8 @@ def adder_policy(body: Mapping[str, Any]) -> Any:
         return {
             "content": [f"Page {done + 1}.", {"type": "tool_use", "name": "page", "input": {"n": done + 1}}]
         }
+    if "lookup" in tools and n == 0:  # a tool this agent lacks: another worker's version had it
+        return {"content": ["Adding.", {"type": "tool_use", "name": "add", "input": {"a": 1, "b": 2}}]}
     if n < 3:
         return {"content": [f"step {n}", {"type": "tool_use", "name": "add", "input": {"a": n, "b": 10}}]}
     return "done"
@@ -226,6 +229,28 @@ def test_a_run_for_an_agent_no_worker_has_waits_for_one_that_has_it(sqlite_dbos:
     register_agent("late", lambda: Agent(llm=sqlite_dbos.llm(), model=MODEL, tools=[add], model_retries=0))
     register_queue(agents=["late"], polling_interval_s=0.05)  # a worker that has it starts
     assert result(run_id).text == "done"
+
+
+@tool
+def lookup(key: str) -> str:
+    """Look a key up.
+
+    Args:
+        key: the key.
+    """
+    return key
+
+
+def test_a_run_that_calls_a_tool_its_worker_lacks_fails_instead_of_succeeding(
+    sqlite_dbos: MessagesSimulator,
+) -> None:
+    register_agent("older", lambda: Agent(llm=sqlite_dbos.llm(), model=MODEL, tools=[lookup]))
+    run_id = start_run("older", "add 1 and 2")
+    with pytest.raises(MissingTools, match="add") as failed:
+        result(run_id)
+    assert failed.value.result is not None and failed.value.result.stop_reason == "error"
+    status = DBOS.get_workflow_status(run_id)
+    assert status is not None and status.status == "ERROR"
 
 
 def test_the_queue_starts_no_more_runs_per_second_than_its_limit(sqlite_dbos: MessagesSimulator) -> None:

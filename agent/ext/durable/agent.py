@@ -27,6 +27,7 @@ from typing import Any, cast
 from anthropic.types import Message
 from dbos import DBOS
 
+from agent.errors import AgentError
 from agent.ext.approval import Approval
 from agent.ext.approval.gate import Approver, deny_by_default
 from agent.ext.durable.calls import acall_through_gate, call_through_gate, rebuild_message
@@ -34,12 +35,21 @@ from agent.ext.durable.tools import run_as_steps
 from agent.extension import Extension
 from agent.llm import LLM
 from agent.loop import Agent
+from agent.messages import final_text
 from agent.state import RunResult, RunState
 from agent.steps import ask
 from agent.tool_runs import run_turn
 from agent.tools import ToolCall, ToolOutcome
 
-__all__ = ["APPROVAL_EVENT", "DurableAgent", "DurableLLM", "WaitForApproval", "approval_topic", "durable"]
+__all__ = [
+    "APPROVAL_EVENT",
+    "DurableAgent",
+    "DurableLLM",
+    "MissingTools",
+    "WaitForApproval",
+    "approval_topic",
+]
+__all__ += ["durable"]
 
 APPROVAL_EVENT = "approval"
 """The workflow event naming the call that waits for a decision (None when none waits)."""
@@ -147,7 +157,21 @@ class DurableAgent(Agent):
         return response
 
     async def run_tools(self, calls: Sequence[ToolCall], state: RunState) -> list[ToolOutcome]:
+        """Each call a step. A call to a tool this agent does not have stops the run: in a fleet
+        it means this worker's agent is not the one the run began with (another version),
+        and answering "unknown tool" would let the run end as a success it is not."""
+        missing = sorted({c.name for c in calls if self.registry.get(c.name) is None})
+        if missing:
+            raise MissingTools(
+                f"the run calls {', '.join(missing)}, which this worker's agent does not have: run it on "
+                "workers whose agents have the same tools (register_agent with the same factory)",
+                state.result(final_text(state.messages), "error"),
+            )
         return await run_turn(self.registry, calls, state, self.on_event, execute=run_as_steps)
+
+
+class MissingTools(AgentError):
+    """A durable run asked for tools its worker's agent does not have."""
 
 
 class _Sent:
