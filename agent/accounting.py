@@ -214,7 +214,7 @@ async def call_with_retries(config: AgentConfig, request: dict[str, Any], state:
     """The answer to `request`, booked; `ModelCallFailed` (with the partial run) once the
     retries are spent or the error is not transient. The budgets are checked before every
     attempt, the first included; the request is estimated once for all of them."""
-    raw = prompt_estimate(request)
+    raw = state.raw_estimate(request)
     check_budgets(request, state, config.budget_policy(), raw)
     for attempt in itertools.count():
         started = time.monotonic()
@@ -292,12 +292,12 @@ def _can_turn_thinking_off(info: ModelInfo | None) -> bool:
 
 def summarizer(config: AgentConfig, state: RunState) -> Callable[[str], str]:
     """One tool-less, budget-checked call per summary; its cost lands in the run's usage."""
-    llm, policy, budgets = cast(LLM, config.llm), config.history_policy(), config.budget_policy()
-    log_path = Path(config.usage_log) if config.usage_log else None
 
     def summarize(transcript: str) -> str:
         from agent.context.compact import SUMMARY_PROMPT, summary_request
 
+        llm, policy, budgets = cast(LLM, config.llm), config.history_policy(), config.budget_policy()
+        log_path = Path(config.usage_log) if config.usage_log else None
         model = policy.summarizer_model
         request = summary_request(
             transcript,

@@ -44,7 +44,7 @@ from agent.budget import BudgetPolicy
 from agent.context.diet import DietPolicy, register_read_artifact
 from agent.context.history import HistoryPolicy
 from agent.context.thinking import STRATEGIES, default_strategy
-from agent.context.tokens import request_tokens
+from agent.context.tokens import prompt_estimate, request_tokens
 from agent.errors import did_you_mean
 from agent.events import Event
 from agent.extension import Extension
@@ -436,7 +436,9 @@ class AgentConfig:
         counter = self.llm if self.exact_token_count and isinstance(self.llm, TokenCounter) else None
         near = int(self.max_context_tokens * (1 - self.compact_margin) * 0.8)
         request = self.build_request(state.with_messages(list(candidate)))  # type: ignore[attr-defined]
-        return request_tokens(request, state.calibration, counter, exact_from=near)
+        raw = prompt_estimate(request)
+        state.measured = (state.step, request, raw)
+        return request_tokens(request, state.calibration, counter, exact_from=near, raw=raw)
 
 
 def option_names(cls: type) -> set[str]:

@@ -60,6 +60,7 @@ class Agent(AgentConfig):
             async with hooked(state):  # each extension's `start`, then its `finish`
                 return await self.loop(state)
         finally:
+            state.workers.close()
             if state.artifacts is not None:
                 state.artifacts.close()
 
@@ -85,13 +86,12 @@ class Agent(AgentConfig):
                 response = await settle(self.retry_with_room(request, response, state))
             emit(self.on_event, Event("step_end", state.step, response.stop_reason or ""))
 
-            calls = wire.tool_calls(response, after=state.messages)
+            turn, calls = wire.reply_turn(response, after=state.messages)
             if response.stop_reason == "tool_use" and calls:
-                turn = wire.assistant_message(response, after=state.messages)
                 outcomes = await settle(self.run_tools(calls, state))
                 self.append(state, turn, await self.rendered(outcomes, state))
             elif response.stop_reason == "pause_turn":
-                self.append(state, wire.assistant_message(response, after=state.messages))  # continued
+                self.append(state, turn)  # continued by the next call
             else:  # a final answer or a turn cut off: no call runs now, none is left unanswered
                 final = wire.assistant_message(response, drop_tool_uses=True, after=state.messages)
                 self.append(state, final)

@@ -32,6 +32,7 @@ __all__ = [
     "is_server_call",
     "is_server_result",
     "opening_messages",
+    "reply_turn",
     "result_type_for",
     "shared_length",
     "stop_detail",
@@ -166,8 +167,20 @@ def assistant_message(
     result is answered with the API's "unavailable" error
     (`agent.ext.server_tools.closing_results`), so nothing is left half-paired.
     """
-    content = []
+    return _assistant(response, _unique_ids(response, after), drop_tool_uses, after)
+
+
+def reply_turn(response: Message, after: Sequence[Msg] = ()) -> tuple[Msg | None, list[ToolCall]]:
+    """`assistant_message(response, after=after)` and `tool_calls(response, after)` together,
+    the ids worked out once (a look at every call of the history)."""
     ids = _unique_ids(response, after)
+    return _assistant(response, ids, False, after), _calls(response, ids)
+
+
+def _assistant(
+    response: Message, ids: dict[int, str], drop_tool_uses: bool, after: Sequence[Msg]
+) -> Msg | None:
+    content = []
     for index, block in enumerate(response.content):
         if block.type == "text" and not block.text:
             continue  # the API rejects empty text blocks
@@ -209,7 +222,15 @@ def _unique_ids(response: Message, after: Sequence[Msg] = ()) -> dict[int, str]:
     (its result, pruning's stub, the summary, the ledger), so two calls sharing one would
     let a later `lookup` stand in for an earlier `refund`. The API accepts an id reused in
     a later turn; the rename only keeps this side's lookups right."""
-    taken = {b.get("id") for m in after if m.get("role") == "assistant" for b in blocks(m) if "id" in b}
+    if not any(block.type == "tool_use" for block in response.content):
+        return {}
+    taken = {
+        b.get("id")
+        for m in after
+        if m.get("role") == "assistant" and isinstance(content := m.get("content"), list)
+        for b in content
+        if "id" in b
+    }
     ids = {}
     for index, block in enumerate(response.content):
         if block.type != "tool_use":
@@ -250,7 +271,10 @@ def tool_calls(response: Message, after: Sequence[Msg] = ()) -> list[ToolCall]:
     """The turn's client tool calls, in order, with ids as `assistant_message` sends them back
     after the same history `after`, and the input exactly as the model sent it (the registry
     refuses one that is not an object)."""
-    ids = _unique_ids(response, after)
+    return _calls(response, _unique_ids(response, after))
+
+
+def _calls(response: Message, ids: dict[int, str]) -> list[ToolCall]:
     return [ToolCall(ids[i], b.name, b.input) for i, b in enumerate(response.content) if b.type == "tool_use"]
 
 

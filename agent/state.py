@@ -14,9 +14,10 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from agent.context.cache import PrefixGuard
-from agent.context.tokens import Calibration
+from agent.context.tokens import Calibration, prompt_estimate
 from agent.messages import Msg
 from agent.result import RunResult
+from agent.steps import Workers
 from agent.tools import ToolCall
 from agent.usage import RunUsage
 
@@ -54,6 +55,11 @@ class RunState:
     """What extensions keep for this run, each under its own key."""
     uncertain: list[str] = field(default_factory=list)
     """Irreversible calls whose outcome is unknown, `name (id)` (`ToolOutcome.uncertain`)."""
+    workers: Workers = field(default_factory=Workers, repr=False)
+    """The threads this run's sync tool calls run on (closed when the run ends)."""
+    measured: tuple[int, dict[str, Any], int] | None = field(default=None, repr=False)
+    """(step, request, its `prompt_estimate`): the last request this step's compaction check
+    measured, so the call that sends an equal request does not encode it again."""
 
     def result(self, text: str, stop_reason: str, detail: str | None = None) -> RunResult:
         if self.uncertain and detail is None:
@@ -61,6 +67,13 @@ class RunState:
                 f"outcome unknown for {len(self.uncertain)} irreversible call(s): {', '.join(self.uncertain)}"
             )
         return RunResult(text, stop_reason, self.usage, list(self.messages), detail, tuple(self.uncertain))
+
+    def raw_estimate(self, request: dict[str, Any]) -> int:
+        """`prompt_estimate(request)`, reusing this step's measure when the request is equal to
+        it (compared by content: `==` on the dicts, which skips what the two share)."""
+        if self.measured is not None and self.measured[0] == self.step and self.measured[1] == request:
+            return self.measured[2]
+        return prompt_estimate(request)
 
     def with_messages(self, messages: list[Msg]) -> RunState:
         """A shallow copy holding `messages` instead (to measure a candidate history)."""

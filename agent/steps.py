@@ -15,6 +15,7 @@ Around that, three small adapters:
 - `blocking`: a blocking call (a sync model, an approver) in a worker thread, so other
   runs on the loop go on; on `run`'s private loop, where no other run waits, it is called
   in place: no thread hop per step, and Ctrl-C interrupts it as it would without asyncio;
+- `Workers`: the daemon threads one run's sync tool calls run on.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import concurrent.futures
 import contextlib
 import contextvars
 import inspect
+import queue
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, TypeVar, cast, overload
@@ -32,7 +34,7 @@ from anthropic.types import Message
 
 from agent.llm import LLM, AsyncLLM, Delta
 
-__all__ = ["ask", "blocking", "on_private_loop", "run_sync", "settle"]
+__all__ = ["Workers", "ask", "blocking", "on_private_loop", "run_sync", "settle"]
 
 T = TypeVar("T")
 
@@ -140,3 +142,53 @@ async def ask(llm: LLM, request: Mapping[str, Any], on_delta: Delta | None) -> M
 
     answer: Message = await blocking(stream, request, relay)
     return answer
+
+
+Job = tuple[Callable[[], Any], Callable[[Any], None], str]
+
+
+class Workers:
+    """The daemon threads of one run's sync tool calls: a thread whose call ended waits for
+    the run's next call, and `close` (at the run's end) lets the idle ones finish.
+
+    Daemon threads, so a tool that hangs past its timeout cannot keep the process alive; it
+    keeps its own thread, which is never handed another call while busy. Starting a thread
+    per call cost more than the rest of a call's dispatch; a pool shared by every run would
+    outlive them. Each call runs in a fresh `contextvars` context, as on a new thread."""
+
+    def __init__(self) -> None:
+        self._idle: list[queue.SimpleQueue[Job | None]] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def start(self, work: Callable[[], T], then: Callable[[T], None], name: str) -> None:
+        """`then(work())` on an idle thread of this run, else on a new one named `name`. The
+        thread is idle again before `then` runs, so a caller woken by `then` finds it so.
+        Neither may raise (a call's failure is its outcome)."""
+        with self._lock:
+            inbox = self._idle.pop() if self._idle else None
+        if inbox is None:
+            inbox = queue.SimpleQueue()
+            threading.Thread(target=self._serve, args=(inbox,), name=name, daemon=True).start()
+        inbox.put((work, then, name))
+
+    def _serve(self, inbox: queue.SimpleQueue[Job | None]) -> None:
+        while (job := inbox.get()) is not None:
+            work, then, name = job
+            threading.current_thread().name = name
+            context = contextvars.Context()
+            result = context.run(work)
+            with self._lock:
+                closed = self._closed
+                if not closed:
+                    self._idle.append(inbox)
+            context.run(then, result)
+            if closed:
+                return
+
+    def close(self) -> None:
+        """End the idle threads; a busy one ends when its call does."""
+        with self._lock:
+            self._closed, idle, self._idle = True, self._idle, []
+        for inbox in idle:
+            inbox.put(None)

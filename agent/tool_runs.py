@@ -38,7 +38,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -46,6 +46,7 @@ from agent.events import Event, emit
 from agent.render import describe_error, renderable, safe_text
 from agent.schema import IDEMPOTENCY_KEY, call_arguments
 from agent.secrets import redact
+from agent.steps import Workers, on_private_loop
 from agent.tools import Tool, ToolCall, ToolOutcome
 
 if TYPE_CHECKING:
@@ -241,10 +242,13 @@ class Tools(Protocol):
     def get(self, name: str) -> Tool | None: ...
 
 
-def _start(work: Callable[[Callable[[ToolCall], ToolOutcome]], None], run: Any, name: str) -> None:
-    """`work(run)` on a new daemon thread, in a fresh `contextvars` context."""
+T = TypeVar("T")
+
+
+def _start(work: Callable[[], T], then: Callable[[T], None], name: str) -> None:
+    """`then(work())` on a new daemon thread, in a fresh `contextvars` context."""
     context = contextvars.Context()
-    threading.Thread(target=context.run, args=(work, run), name=name, daemon=True).start()
+    threading.Thread(target=context.run, args=(lambda: then(work()),), name=name, daemon=True).start()
 
 
 OnDone = Callable[[ToolOutcome], None]
@@ -290,7 +294,8 @@ async def run_turn(
     def on_done(outcome: ToolOutcome) -> None:
         finished[outcome.call.id] = after(outcome)
 
-    ran = await (execute or arun_all)(registry, [calls[i] for i in to_run], on_done if extensions else None)
+    execute = execute or functools.partial(arun_all, workers=state.workers)
+    ran = await execute(registry, [calls[i] for i in to_run], on_done if extensions else None)
     for i, outcome in zip(to_run, ran, strict=True):
         settled[i] = finished.get(outcome.call.id, outcome) if extensions else outcome
     outcomes = [settled[i] for i in range(len(calls))]
@@ -308,20 +313,20 @@ def run_all(
 
     `on_done(outcome)` runs the moment each call ends (in its thread), so a caller can
     make each result durable while slower calls are still running; an exception it
-    raises (a full disk, say) is re-raised here. Daemon threads (`agent.workers`: kept
-    for the next call, never shared by two calls at once) rather than a bounded pool: a
-    tool that hangs past its timeout is abandoned with an error result, holds only its
+    raises (a full disk, say) is re-raised here. Daemon threads rather than a bounded
+    pool: a tool that hangs past its timeout is abandoned with an error result, holds only its
     own thread, and cannot keep the process alive on exit.
     """
     return _join(registry, [_Running(call, registry.get(call.name), on_done) for call in calls])
 
 
-def _join(registry: Tools, running: list[_Running]) -> list[ToolOutcome]:
-    """Start each call on a worker thread and wait for all, each up to its timeout. Stopped
-    while waiting (Ctrl-C), later outcomes are no longer reported."""
+def _join(registry: Tools, running: list[_Running], workers: Workers | None = None) -> list[ToolOutcome]:
+    """Start each call on a worker thread (one of `workers`, if given) and wait for all, each
+    up to its timeout. Stopped while waiting (Ctrl-C), later outcomes are no longer reported."""
     started = time.monotonic()
+    start = workers.start if workers is not None else _start
     for item in running:
-        _start(item.work, functools.partial(run_one, registry), f"tool-{item.call.name}")
+        start(functools.partial(item.work, registry), item.publish, f"tool-{item.call.name}")
     outcomes = []
     try:
         for item in running:
@@ -344,27 +349,32 @@ async def arun_all(
     registry: Tools,
     calls: Sequence[ToolCall],
     on_done: Callable[[ToolOutcome], None] | None = None,
+    workers: Workers | None = None,
 ) -> list[ToolOutcome]:
     """`run_all` for the event loop: async tools run concurrently on it, the others each in
-    a daemon thread (as in `run_all`, so a hung one cannot keep the process alive), each
-    bounded by its timeout; outcomes in call order. Cancelled, it cancels the async tools;
+    a daemon thread (one of the run's `workers`, if given), so a hung one cannot keep the
+    process alive, each bounded by its timeout; outcomes in call order. Cancelled, it cancels the async tools;
     threads cannot be stopped, and what they finish after that is no longer reported.
     An async tool that blocks the event loop (`time.sleep`) blocks every run on it."""
     running = [_Running(call, registry.get(call.name), on_done) for call in calls]
+    if on_private_loop() and not any(item.tool is not None and is_async(item.tool.fn) for item in running):
+        return _join(registry, running, workers)  # `run`'s own loop: nothing else waits on it
     try:
-        return list(await asyncio.gather(*(_await_one(registry, item) for item in running)))
+        if len(running) == 1:  # the usual turn: no task to gather it into
+            return [await _await_one(registry, running[0], workers)]
+        return list(await asyncio.gather(*(_await_one(registry, item, workers) for item in running)))
     except BaseException:
         for item in running:
             item.abandon()
         raise
 
 
-async def _await_one(registry: Tools, item: _Running) -> ToolOutcome:
+async def _await_one(registry: Tools, item: _Running, workers: Workers | None = None) -> ToolOutcome:
     timeout = timeout_for(registry, item.tool)
     if item.tool is not None and is_async(item.tool.fn):
         work: asyncio.Future[ToolOutcome] = asyncio.ensure_future(_arun_one(registry, item))
     else:
-        work = item.in_thread(functools.partial(run_one, registry))
+        work = item.in_thread(registry, workers)
     try:
         done, _ = await asyncio.wait({work}, timeout=timeout)
     except BaseException:  # cancelled: whatever the tool does next is no longer reported
@@ -549,9 +559,9 @@ class _Running:
         """The caller stopped waiting (cancelled): an outcome arriving later is not reported."""
         self._claimed.acquire(blocking=False)
 
-    def in_thread(self, run_one: Callable[[ToolCall], ToolOutcome]) -> asyncio.Future[ToolOutcome]:
-        """Start `work` in a daemon thread; the returned future (of the running event loop)
-        gets its outcome. A loop that closed meanwhile is not told."""
+    def in_thread(self, registry: Tools, workers: Workers | None = None) -> asyncio.Future[ToolOutcome]:
+        """Start the call in a daemon thread (one of `workers`, if given); the returned future
+        (of the running event loop) gets its outcome. A loop that closed meanwhile is not told."""
         loop = asyncio.get_running_loop()
         landed: asyncio.Future[ToolOutcome] = loop.create_future()
 
@@ -560,14 +570,19 @@ class _Running:
                 loop.call_soon_threadsafe(_copy_outcome, source, landed)
 
         self.future.add_done_callback(land)
-        _start(self.work, run_one, f"tool-{self.call.name}")
+        start = workers.start if workers is not None else _start
+        start(functools.partial(self.work, registry), self.publish, f"tool-{self.call.name}")
         return landed
 
-    def work(self, run_one: Callable[[ToolCall], ToolOutcome]) -> None:
+    def work(self, registry: Tools) -> ToolOutcome:
+        """The call's outcome (in its thread; a failure of any kind is an error outcome)."""
         try:
-            outcome = run_one(self.call)
+            return run_one(registry, self.call)
         except BaseException as error:  # SystemExit and friends: still just this call's failure
-            outcome = ToolOutcome(self.call, describe_error(error), True, tool=self.tool)
+            return ToolOutcome(self.call, describe_error(error), True, tool=self.tool)
+
+    def publish(self, outcome: ToolOutcome) -> None:
+        """Report `outcome` (unless a timeout claimed the call first) and hand it to the waiter."""
         try:
             self.future.set_result(self.finish(outcome))
         except BaseException as error:  # on_done failed: the caller re-raises it

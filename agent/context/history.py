@@ -91,8 +91,16 @@ def report_prune(
         return
     pruned = newly_pruned(before, after)
     if pruned:
-        event = Event("prune", step, why, pruned=pruned, tokens_before=estimate(before))
-        emit(callback, _with_after(event, estimate(after)))
+        tokens = estimate(before)
+        old, new = _changed(before, after)  # pruning keeps positions: only these were rewritten
+        event = Event("prune", step, why, pruned=pruned, tokens_before=tokens)
+        emit(callback, _with_after(event, tokens - estimate(old) + estimate(new)))
+
+
+def _changed(before: Sequence[Msg], after: Sequence[Msg]) -> tuple[list[Msg], list[Msg]]:
+    """The messages at the positions where `after` holds a different message than `before`."""
+    pairs = [(b, a) for b, a in zip(before, after, strict=True) if b is not a]
+    return [b for b, _ in pairs], [a for _, a in pairs]
 
 
 def report_compaction(

@@ -111,9 +111,14 @@ def _holds_whole_result(message: Msg) -> bool:
     if message.get("role") != "user":
         return False
     content = message.get("content", [])
-    return not isinstance(content, str) and any(
-        b.get("type") == "tool_result" and not is_stub(b.get("content")) for b in content
-    )
+    if isinstance(content, str):
+        return False
+    for b in content:
+        if b.get("type") == "tool_result":
+            inner = b.get("content")
+            if not (isinstance(inner, str) and inner.startswith(STUB_PREFIX)):
+                return True
+    return False
 
 
 def tool_result_turns(messages: Sequence[Msg]) -> list[int]:
@@ -193,7 +198,8 @@ def _old_open_turns(messages: Sequence[Msg], keep_recent: int) -> list[int]:
     kept = list(itertools.islice(newest, keep_recent))
     if len(kept) < keep_recent:
         return []
-    return [i for i in range(1, kept[-1]) if _holds_whole_result(messages[i])]  # before the oldest kept
+    whole = _holds_whole_result
+    return [i for i in range(1, kept[-1]) if whole(messages[i])]  # before the oldest kept
 
 
 def _rewritten(message: Msg, names: Names, protected: Protected, pointer_for: PointerFor) -> Msg | None:

@@ -219,10 +219,13 @@ def request_tokens(
     counter: TokenCounter | None = None,
     *,
     exact_from: int = 0,
+    raw: int | None = None,
 ) -> int:
     """The request's prompt tokens: the calibrated estimate, or an exact count from
-    `counter` when one is given and the estimate is at least `exact_from`."""
-    estimate = calibration.estimate(request)
+    `counter` when one is given and the estimate is at least `exact_from` (`raw`: the
+    request's `prompt_estimate`, if known)."""
+    raw = prompt_estimate(request) if raw is None else raw
+    estimate = calibration.estimate(request, raw)
     if counter is None or estimate < exact_from:
         return estimate
     try:
@@ -230,5 +233,5 @@ def request_tokens(
     except Exception as error:
         log.warning("count_tokens failed (%s: %s); using the estimate", type(error).__name__, error)
         return estimate
-    calibration.observe(prompt_estimate(request), exact, calibration.hidden_tokens(request))
+    calibration.observe(raw, exact, calibration.hidden_tokens(request))
     return exact

@@ -14,6 +14,7 @@ import copy
 import json
 import math
 import os
+import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -764,6 +765,59 @@ def test_each_step_sends_the_request_its_final_history_makes() -> None:
         measured_body, sent_body = measured[2 * step - 2], measured[2 * step - 1]
         assert sent == sent_body and json.dumps(sent).count("(note)") == step // 2
         assert (json.dumps(sent_body) == json.dumps(measured_body)) == (step % 2 == 1)
+
+
+def test_a_step_encodes_its_request_once_for_compaction_and_budgets_and_follows_a_late_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With `max_context_tokens` and a dollar budget, the compaction check measures the
+    request and the call's budget check reuses that estimate when it sends an equal request;
+    a history changed after measuring (every other step here) is estimated afresh."""
+    from agent import Agent, accounting
+    from agent.state import RunState
+    from agent.testing import ScriptedLLM, reply, tool_use
+
+    @tool
+    def note(text: str) -> str:
+        """Notes.
+
+        Args:
+            text: what to note.
+        """
+        return "noted " + text
+
+    encoded: list[int] = []
+    dumps = tokens._dumps
+
+    def counting(value: Any) -> str:
+        estimating = sys._getframe(3).f_code.co_name == "prompt_estimate"  # not the scripted model's
+        if estimating and isinstance(value, Mapping) and "messages" in value:
+            encoded.append(len(value["messages"]))
+        return dumps(value)
+
+    budgets: list[tuple[int | None, int]] = []
+
+    class Noting(Agent):
+        def prepare_context(self, state: RunState) -> list[Msg]:
+            messages = super().prepare_context(state)
+            if state.step % 2:
+                return messages
+            last = messages[-1]
+            return [*messages[:-1], {**last, "content": [*blocks(last), {"type": "text", "text": "(note)"}]}]
+
+    from agent.budget import check_budgets as check
+
+    def checking(request: Mapping[str, Any], state: RunState, policy: Any, raw: int | None = None) -> None:
+        budgets.append((raw, reference_prompt_estimate(request)))
+        check(request, state, policy, raw)
+
+    monkeypatch.setattr(tokens, "_dumps", counting)
+    monkeypatch.setattr(accounting, "check_budgets", checking)
+    script = [reply(tool_use("note", {"text": str(i)})) for i in range(5)] + [reply("done")]
+    agent = Noting(llm=ScriptedLLM(script), tools=[note], max_context_tokens=500_000, max_cost_usd=10.0)
+    agent.run("go")
+    assert len(budgets) == 6 and all(mine == full for mine, full in budgets), "each is the full estimate"
+    assert len(encoded) == 6 + 3, "once per step, twice on the steps whose history changed after"
 
 
 # -- deferred tools left out of the estimate until a tool_reference loads them --------------

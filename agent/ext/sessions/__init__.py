@@ -41,7 +41,7 @@ from agent.ext.sessions.replay import Replay, pending_turn, read_session
 from agent.ext.sessions.session import SessionLog
 from agent.ext.sessions.session_format import SessionError, SessionWriteError
 from agent.extension import Extension
-from agent.messages import assistant_message, final_text, text_of, tool_calls
+from agent.messages import final_text, reply_turn, text_of
 from agent.state import RunResult, RunState
 from agent.steps import run_sync
 from agent.usage import RunUsage
@@ -89,9 +89,9 @@ class Session(Extension):
         """A reply that asks for tools is recorded, with its calls, before any of them runs."""
         if (log := _log(run)) is not None:
             log.last_reply = (response.stop_reason or "end_turn", text_of(response))
-            calls = tool_calls(response, after=run.messages)
+            turn, calls = reply_turn(response, after=run.messages)
             if response.stop_reason == "tool_use" and calls:  # the turn the loop runs (`Agent.loop`)
-                log.record_reply(run, assistant_message(response, after=run.messages))
+                log.record_reply(run, turn)
                 log.record_calls(calls)
         return response
 
