@@ -7,6 +7,8 @@ beyond it is an `Extension`, imported from its own subpackage under `agent.ext`
 pure functions of the context economy, `agent.testing` the test kit.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from agent.errors import (
     AgentError,
     BudgetExceeded,
@@ -20,11 +22,13 @@ from agent.events import Event
 from agent.extension import Extension
 from agent.llm import LLM, AnthropicLLM, AsyncAnthropicLLM, AsyncLLM
 from agent.loop import Agent
-from agent.memory import Memory
 from agent.models import MODELS, ModelTable
 from agent.state import RunResult, RunState
 from agent.tools import Tool, ToolCall, ToolOutcome, tool
 from agent.usage import RunUsage, Usage
+
+if TYPE_CHECKING:
+    from agent.memory import Memory
 
 __all__ = [
     "LLM",
@@ -53,3 +57,12 @@ __all__ = [
     "Usage",
     "tool",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """`Memory` is imported the first time it is named: a run without memory never loads it."""
+    if name == "Memory":
+        from agent.memory import Memory
+
+        return Memory
+    raise AttributeError(f"module 'agent' has no attribute {name!r}")

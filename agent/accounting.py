@@ -44,7 +44,6 @@ import anthropic
 from anthropic.types import Message
 from anthropic.types import Usage as SDKUsage
 
-from agent.budget import check_budgets
 from agent.context.history import SummaryCutOff
 from agent.context.tokens import estimate_tokens, prompt_estimate
 from agent.errors import ModelCallFailed
@@ -52,7 +51,8 @@ from agent.events import Event, emit
 from agent.llm import LLM
 from agent.messages import final_text, text_of
 from agent.models import ModelInfo, Price
-from agent.secrets import redact
+from agent.render import redact
+from agent.state import check_budgets
 from agent.steps import ask
 from agent.usage import Usage
 

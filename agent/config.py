@@ -40,7 +40,6 @@ from typing import TYPE_CHECKING, Any, Union
 from pydantic import BaseModel
 from typing_extensions import dataclass_transform
 
-from agent.budget import BudgetPolicy
 from agent.context.diet import DietPolicy, register_read_artifact
 from agent.context.history import HistoryPolicy
 from agent.context.thinking import STRATEGIES, default_strategy
@@ -49,12 +48,13 @@ from agent.errors import did_you_mean
 from agent.events import Event
 from agent.extension import Extension
 from agent.llm import LLM, AnthropicLLM, TokenCounter
-from agent.memory import Memory
 from agent.models import MODELS, ModelTable, check_effort, check_thinking
-from agent.tools import ServerTool, Tool, ToolOutcome, ToolRegistry
+from agent.state import BudgetPolicy
+from agent.tools import RunTools, ServerTool, Tool, ToolOutcome, ToolRegistry
 
 if TYPE_CHECKING:
     from agent.context.artifacts import ArtifactStore
+    from agent.memory import Memory
     from agent.state import RunState
 
 __all__ = ["AgentConfig", "check_keep_paths", "check_subclass", "check_tools", "result_fields"]
@@ -429,6 +429,17 @@ class AgentConfig:
                 keep_runs=self.artifact_keep_runs,
             )
         return state.artifacts
+
+    def tools_for(self, state: RunState) -> ToolRegistry | RunTools:
+        """What this run's calls run against: the registry, with `read_artifact` reading through
+        the run's own store first (`agent.context.read_artifact.for_run`)."""
+        declared = self.registry.get("read_artifact")
+        if declared is None or not self.diet or self.artifacts_dir is None:
+            return self.registry
+        from agent.context.read_artifact import for_run
+
+        own = for_run(declared, self.artifacts_dir, lambda: self.artifact_store(state))
+        return RunTools(self.registry, {"read_artifact": own})
 
     def measure(self, state: RunState, candidate: Sequence[dict[str, Any]]) -> int:
         """Estimated prompt tokens of this step's request with `candidate` as its history

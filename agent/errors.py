@@ -1,18 +1,19 @@
-"""Typed exceptions for the ways a run can end early.
+"""How a run ends: its `RunResult`, or a typed exception that carries the partial one.
 
 Flow control by exception keeps the loop short: a budget check or a failed model
 call raises, and the exception carries the partial `RunResult`, so the paid-for
-work is never lost just because the run could not finish.
+work is never lost just because the run could not finish. The result and the errors
+share a module that needs nothing of the run's state.
 """
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import Any
 
-if TYPE_CHECKING:
-    from agent.result import RunResult
+from agent.usage import RunUsage, Usage
 
 __all__ = [
     "AgentError",
@@ -20,10 +21,35 @@ __all__ = [
     "CostBudgetExceeded",
     "MissingAPIKey",
     "ModelCallFailed",
+    "RunResult",
     "StepBudgetExceeded",
     "TokenBudgetExceeded",
     "did_you_mean",
 ]
+
+
+Msg = dict[str, Any]
+
+
+@dataclass
+class RunResult:
+    """How a run ended: the final text, why it stopped, what it cost, what was said."""
+
+    text: str
+    stop_reason: str
+    usage: RunUsage
+    messages: list[Msg]
+    detail: str | None = None
+    """Why the run ended when that was not a normal final answer."""
+    uncertain: tuple[str, ...] = ()
+    """The irreversible calls whose outcome is unknown (`name (id)`): they timed out, or a run
+    died while they ran and their tool takes no idempotency key. Check each before trusting
+    a final answer: a run with one does not end in plain success (`detail` says so)."""
+
+    @property
+    def steps(self) -> list[Usage]:
+        """One usage record per model call."""
+        return self.usage.steps
 
 
 def did_you_mean(name: str, options: Iterable[str], cutoff: float = 0.6) -> str:

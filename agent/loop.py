@@ -163,7 +163,7 @@ class Agent(AgentConfig):
 
     async def run_tools(self, calls: Sequence[ToolCall], state: RunState) -> list[ToolOutcome]:
         """One turn's calls in parallel, through the extensions' tool hooks; in call order."""
-        return await run_turn(self.registry, calls, state, self.on_event)
+        return await run_turn(self.tools_for(state), calls, state, self.on_event)
 
     def render_result(self, outcome: ToolOutcome, state: RunState) -> str | list[dict[str, Any]]:
         """The content the model reads for one outcome: an extension's, else the diet's."""

@@ -1,22 +1,31 @@
-"""What one run is and what it leaves behind.
+"""What one run is, what it may still spend, and what it leaves behind.
 
 `RunState` is everything a run accumulates (history, usage, calibration, the cache
 guard, the artifact store, what extensions keep). Every overridable step receives it, so one
 `Agent` holds configuration only and can serve two runs at once. `RunResult` is the
 snapshot a finished (or stopped) run hands back.
+
+Budgets are checked against it *before* each call (`check_budgets`), so a run never
+overshoots by more than one step. What was billed so far is exact; what is about to be
+sent is estimated (chars/4, calibrated against billed usage). A call is refused when
+the two together would pass a budget, so the only overshoot left is the last call's
+output and the estimate's error. Dollars assume the worst input price the request could
+be billed at (a cache write when caching is on), never a hoped-for cache read.
 """
 
 from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from agent.context.cache import PrefixGuard
 from agent.context.tokens import Calibration, prompt_estimate
-from agent.messages import Msg
-from agent.result import RunResult
+from agent.errors import CostBudgetExceeded, RunResult, TokenBudgetExceeded
+from agent.messages import Msg, final_text
+from agent.models import ModelTable
 from agent.steps import Workers
 from agent.tools import ToolCall
 from agent.usage import RunUsage
@@ -24,7 +33,49 @@ from agent.usage import RunUsage
 if TYPE_CHECKING:
     from agent.context.artifacts import ArtifactStore
 
-__all__ = ["RunResult", "RunState"]
+__all__ = ["BudgetPolicy", "RunResult", "RunState", "check_budgets"]
+
+
+@dataclass(frozen=True)
+class BudgetPolicy:
+    """The budgets of a run and what the price of the next call depends on."""
+
+    model: str
+    models: ModelTable
+    max_input_tokens: int | None = None
+    max_cost_usd: float | None = None
+    cache: bool = True
+    cache_ttl: str = "5m"
+
+
+def check_budgets(
+    request: Mapping[str, Any], state: RunState, policy: BudgetPolicy, raw: int | None = None
+) -> None:
+    """Raise `TokenBudgetExceeded` / `CostBudgetExceeded` if `request` would break a budget
+    (`raw`: the request's `prompt_estimate`, when the caller has it already)."""
+    if policy.max_input_tokens is None and policy.max_cost_usd is None:
+        return
+    coming = state.calibration.estimate(request, raw)
+    spent = state.usage.prompt
+    if policy.max_input_tokens is not None and spent + coming > policy.max_input_tokens:
+        raise TokenBudgetExceeded(
+            f"next call (~{coming:,} tokens) would take the run past max_input_tokens="
+            f"{policy.max_input_tokens:,} ({spent:,} used)",
+            state.result(final_text(state.messages), "max_input_tokens"),
+        )
+    price = policy.models.price(str(request.get("model", policy.model)))
+    if policy.max_cost_usd is None or price is None:
+        return
+    write = price.cache_write_1h if policy.cache_ttl == "1h" else price.cache_write_5m
+    worst = max(price.input, write) if policy.cache else price.input
+    so_far = state.usage.priced_cost_usd  # an unpriced step adds 0
+    next_call = coming * worst / 1e6 + policy.models.fees.most(request)  # server tools' fees at most
+    if so_far + next_call > policy.max_cost_usd:
+        raise CostBudgetExceeded(
+            f"next call (~${next_call:.4f}) would take the run past "
+            f"max_cost_usd={policy.max_cost_usd} (${so_far:.4f} spent)",
+            state.result(final_text(state.messages), "max_cost_usd"),
+        )
 
 
 @dataclass

@@ -43,9 +43,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from agent.events import Event, emit
-from agent.render import describe_error, renderable, safe_text
+from agent.render import describe_error, redact, renderable, safe_text
 from agent.schema import IDEMPOTENCY_KEY, call_arguments
-from agent.secrets import redact
 from agent.steps import Workers, on_private_loop
 from agent.tools import Tool, ToolCall, ToolOutcome
 

@@ -342,3 +342,15 @@ class ToolRegistry:
         ]
         server = [t.declaration() for t in self.server_tools]
         return sorted([*functions, *server], key=lambda d: str(d.get("name", "")))
+
+
+class RunTools:
+    """The registry as one run's calls see it: a tool named in `own` is the run's version of
+    the registry's (the same declaration, bound to the run), every other name the registry's."""
+
+    def __init__(self, registry: ToolRegistry, own: Mapping[str, Tool]) -> None:
+        self.registry, self.own = registry, dict(own)
+        self.default_timeout, self.max_output_chars = registry.default_timeout, registry.max_output_chars
+
+    def get(self, name: str) -> Tool | None:
+        return self.own.get(name) or self.registry.get(name) if isinstance(name, str) else None

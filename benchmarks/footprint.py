@@ -25,6 +25,7 @@ SCENARIOS = {
         agent.run("What is 1 + 2?")
     """,
     "core features": """
+        from agent import Memory
         memory = Memory()
         memory.write("customer", "C-1042")
         script = [call("logs", {"page": i}) for i in range(8)] + [answer("done")]
@@ -48,7 +49,7 @@ SCENARIOS = {
 PRELUDE = """
 import sys, tempfile
 from anthropic.types import Message
-from agent import Agent, Memory, tool
+from agent import Agent, tool
 
 @tool
 def add(a: int, b: int) -> int:

@@ -12,7 +12,7 @@ tool (`tools/read_artifact.py`) turns a name back into a slice of the result.
 
 Names are the sanitized tool name plus a hash of the content, so the same output is
 stored once and a name can never point at different bytes. What is written goes
-through the project's secret policy first (`agent.secrets.redact`): an API key a tool
+through the project's secret policy first (`agent.render.redact`): an API key a tool
 echoed is not kept in clear. A run's artifacts are appended to one file, its pack, one
 write each, and indexed after they are whole (`agent.context.packs`: a file per result
 cost a create and a rename a step); each artifact has a size cap, each run folder a total
@@ -64,7 +64,7 @@ from agent.context.run_folders import (
     read_capped,
     read_opened,
 )
-from agent.secrets import redact
+from agent.render import redact
 
 T = TypeVar("T")
 
@@ -365,6 +365,12 @@ class ArtifactStore:
 
     def read(self, name: str, *, max_bytes: int = MAX_READ_BYTES) -> str:
         """The text of `name` (its first `max_bytes`): this run's folder first, then the others."""
+        return self.read_sized(name, max_bytes=max_bytes)[0]
+
+    def read_sized(self, name: str, *, max_bytes: int = MAX_READ_BYTES) -> tuple[str, int]:
+        """`read`, with the artifact's whole size in bytes. This run's own folder is read
+        through the descriptor its lease holds, so a store moved, or swapped for a link,
+        while the run goes on still gives back what the run wrote."""
         check_name(name)
         with self._lock:
             self._load_index()
@@ -373,8 +379,9 @@ class ArtifactStore:
                 lambda dir_fd, device: open_in_folder(dir_fd, "", name, device, packed)
             )
         if found is None:
-            return read_artifact_text(self.folder.parent, name, max_bytes=max_bytes)[0]
-        return _decode(read_opened(found, max_bytes)[0])
+            return read_artifact_text(self.folder.parent, name, max_bytes=max_bytes)
+        data, size = read_opened(found, max_bytes)
+        return _decode(data), size
 
     def _in_own_folder(self, open_: Callable[[int, int], T]) -> T | None:
         """`open_(folder descriptor, device)` in this run's own folder; None if it has none."""

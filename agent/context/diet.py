@@ -11,7 +11,7 @@ is the loop's hook (`Agent.render_result` calls it): it picks the policy for the
 tool, stores the full result of every non-trivial call (not only the cut ones, so
 keep-recent pruning can later replace an old result with a stub that still points
 at it), then renders. What is stored goes through the secret policy
-(`agent.secrets.redact`) first. A store that fails (disk full, size cap) only means no
+(`agent.render.redact`) first. A store that fails (disk full, size cap) only means no
 pointer: the run never breaks over an artifact.
 
 The text the model reads is plain; the only trace of the store in it is the
@@ -25,8 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agent.context.compressors.jsonish import dump_full, normalize
-from agent.secrets import redact
+from agent.render import redact
 
 if TYPE_CHECKING:
     from agent.context.artifacts import ArtifactStore
@@ -76,7 +75,24 @@ class DietPolicy:
         )
 
 
+def dump_full(value: Any) -> tuple[str, bool]:
+    """The whole `value` as text, and whether that text is JSON (`compressors.jsonish.dump_full`,
+    which is loaded only for a value plain `json.dumps` refuses: NaN, a cycle, great depth)."""
+    if isinstance(value, str):
+        return value, False
+    if not isinstance(value, (bytes, bytearray, memoryview)):
+        try:
+            return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False), True
+        except (ValueError, TypeError, RecursionError, OverflowError):
+            pass
+    from agent.context.compressors.jsonish import dump_full as dump_any
+
+    return dump_any(value)
+
+
 def _is_error_payload(value: Any, keep: Sequence[str]) -> bool:
+    from agent.context.compressors.jsonish import normalize
+
     value = normalize(value)
     return isinstance(value, Mapping) and any(k in value and k not in keep for k in ("error", "errors"))
 
@@ -131,7 +147,7 @@ def render(
 
 
 def store_full(outcome: ToolOutcome, full: str, is_json: bool, store: ArtifactStore | None) -> str | None:
-    """Keep `full` as an artifact (what is stored goes through `agent.secrets.redact` first);
+    """Keep `full` as an artifact (what is stored goes through `agent.render.redact` first);
     its name, or None. A store that fails (disk full, size cap) only means no pointer."""
     if store is None:
         return None
@@ -155,7 +171,7 @@ def render_outcome(
         return redact(full) or "(empty)"
     pointer = store_full(outcome, full, is_json, store()) if len(full) >= policy.min_chars else None
     shown = render(outcome.value, is_error=outcome.is_error, policy=policy, pointer=pointer, full_text=full)
-    return redact(shown)  # the model never reads a key a tool printed (`agent.secrets`)
+    return redact(shown)  # the model never reads a key a tool printed (`agent.render`)
 
 
 def register_read_artifact(registry: ToolRegistry, artifacts_dir: Any) -> None:

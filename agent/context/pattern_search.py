@@ -43,7 +43,6 @@ __all__ = [
     "compile_pattern",
     "engine",
     "search",
-    "syntax_help",
 ]
 
 MAX_PATTERN_CHARS = 500
@@ -58,20 +57,6 @@ _REGEX_SIGNS = set("^$\\[](){}+?.")
 def engine() -> str:
     """`re2` when google-re2 is importable, else `glob`."""
     return "re2" if _re2 is not None else "glob"
-
-
-def syntax_help() -> str:
-    """What the model is told the `pattern` argument accepts (it depends on the install)."""
-    if engine() == "re2":
-        return (
-            "RE2 regex, case-insensitive (no backreferences or lookaround); returns the matching "
-            f"lines, numbered. At most {MAX_PATTERN_CHARS} chars."
-        )
-    return (
-        "glob text, case-insensitive: * matches any run of characters, | separates alternatives, "
-        "every other character is literal (no regex); returns the matching lines, numbered. "
-        f"At most {MAX_PATTERN_CHARS} chars."
-    )
 
 
 @dataclass(frozen=True)

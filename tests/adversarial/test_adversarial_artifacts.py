@@ -400,3 +400,32 @@ def test_a_newer_run_folder_cannot_map_this_run_s_artifact_to_other_bytes(tmp_pa
     (tmp_path / "run-ours" / PACK_FILE).write_text("x" * len(genuine_text.encode()))  # ours damaged too
     with pytest.raises(Refused, match="do not match its name"):
         read_artifact_text(tmp_path, name)
+
+
+def test_a_store_moved_and_swapped_for_a_link_mid_run_still_reads_what_the_run_wrote(
+    tmp_path: Path,
+) -> None:
+    """Between two steps the artifacts folder is renamed away and a symlink to an empty
+    folder put in its place. The run's own artifacts are read through its open folder."""
+    store, decoy = tmp_path / "artifacts", tmp_path / "decoy"
+    decoy.mkdir()
+    secret_line = "line 7 holds the refund reference RF-5521"
+
+    @tool
+    def export() -> str:
+        """A long export."""
+        return "\n".join(secret_line if i == 7 else f"row {i} " + "x" * 60 for i in range(400))
+
+    def swap_then_read(request: dict[str, Any]) -> dict[str, Any]:
+        pointer = find_pointer(json.dumps(request["messages"][-1]))
+        assert pointer, "the cut result points at its artifact"
+        store.rename(tmp_path / "moved")
+        store.symlink_to(decoy, target_is_directory=True)
+        return reply(tool_use("read_artifact", {"name": pointer, "pattern": "RF-5521"}))
+
+    llm = ScriptedLLM([reply(tool_use("export", {})), swap_then_read, reply("done")])  # type: ignore[list-item]
+    result = Agent(llm=llm, tools=[export], artifacts_dir=store, compress_threshold=500).run("export")
+    answer = result.messages[-2]["content"][0]
+    assert not answer.get("is_error"), answer["content"]
+    assert "RF-5521" in answer["content"]
+    assert not any(decoy.iterdir()), "nothing was written through the link"

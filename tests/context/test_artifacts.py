@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.context.artifact_reader import select_json
 from agent.context.artifacts import (
     INDEX_FILE,
     PACK_FILE,
@@ -22,7 +23,7 @@ from agent.context.artifacts import (
     read_artifact_text,
     resolve_artifact,
 )
-from agent.context.read_artifact import make_read_artifact, select_json
+from agent.context.read_artifact import make_read_artifact
 from agent.tool_runs import run_one
 from agent.tools import ToolCall, ToolRegistry
 

@@ -805,7 +805,7 @@ def test_a_step_encodes_its_request_once_for_compaction_and_budgets_and_follows_
             last = messages[-1]
             return [*messages[:-1], {**last, "content": [*blocks(last), {"type": "text", "text": "(note)"}]}]
 
-    from agent.budget import check_budgets as check
+    from agent.state import check_budgets as check
 
     def checking(request: Mapping[str, Any], state: RunState, policy: Any, raw: int | None = None) -> None:
         budgets.append((raw, reference_prompt_estimate(request)))

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from agent import Agent, CostBudgetExceeded, RunState, tool
-from agent.budget import check_budgets
 from agent.context.compact import original_request
 from agent.messages import visible_text
+from agent.state import check_budgets
 from agent.testing import ScriptedLLM, reply, text, tool_use, validate_request
 
 ran: list[str] = []

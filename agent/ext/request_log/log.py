@@ -32,7 +32,7 @@ from typing import Any
 
 __all__ = ["append_request", "read_requests", "request_at"]
 
-from agent.secrets import redact
+from agent.render import redact
 
 log = logging.getLogger("agent")
 
@@ -60,7 +60,7 @@ def append_request(
         for key, value in request.items()
     }
     record = {"run": run_id, "step": step, "keep": keep, "same": same, "request": body}
-    line = redact(json.dumps(record, default=str)) + "\n"  # the file outlives the run (`agent.secrets`)
+    line = redact(json.dumps(record, default=str)) + "\n"  # the file outlives the run (`agent.render`)
     target = Path(path)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -43,7 +43,7 @@ from typing import Any
 
 from agent.errors import AgentError
 from agent.ext.approval.ledger import to_json
-from agent.secrets import MIN_KEY_CHARS, redact
+from agent.render import MIN_KEY_CHARS, redact
 
 __all__ = [
     "VERSION",
@@ -83,7 +83,7 @@ class SessionWriteError(AgentError):
 
 
 def configured_key() -> str | None:
-    """`ANTHROPIC_API_KEY` when it is long enough to be searched for (`agent.secrets`)."""
+    """`ANTHROPIC_API_KEY` when it is long enough to be searched for (`agent.render`)."""
     key = os.environ.get("ANTHROPIC_API_KEY", "")
     return key if len(key) >= MIN_KEY_CHARS else None
 

@@ -14,8 +14,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent.budget import check_budgets
 from agent.messages import text_of
+from agent.state import check_budgets
 from agent.usage import Usage
 
 if TYPE_CHECKING:
