@@ -7,6 +7,7 @@ beyond it is an `Extension`, imported from its own subpackage under `agent.ext`
 pure functions of the context economy, `agent.testing` the test kit.
 """
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from agent.errors import (
@@ -20,7 +21,7 @@ from agent.errors import (
 )
 from agent.events import Event
 from agent.extension import Extension
-from agent.llm import LLM, AnthropicLLM, AsyncAnthropicLLM, AsyncLLM
+from agent.llm import LLM, AsyncLLM
 from agent.loop import Agent
 from agent.models import MODELS, ModelTable
 from agent.state import RunResult, RunState
@@ -28,6 +29,7 @@ from agent.tools import Tool, ToolCall, ToolOutcome, tool
 from agent.usage import RunUsage, Usage
 
 if TYPE_CHECKING:
+    from agent.anthropic_llm import AnthropicLLM, AsyncAnthropicLLM
     from agent.memory import Memory
 
 __all__ = [
@@ -59,10 +61,16 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """`Memory` is imported the first time it is named: a run without memory never loads it."""
-    if name == "Memory":
-        from agent.memory import Memory
+_LAZY = {
+    "Memory": "agent.memory",
+    "AnthropicLLM": "agent.anthropic_llm",
+    "AsyncAnthropicLLM": "agent.anthropic_llm",
+}
+"""Names imported the first time they are used: a run without memory, or with another model
+behind the seam, never loads them."""
 
-        return Memory
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'agent' has no attribute {name!r}")

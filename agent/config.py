@@ -47,7 +47,7 @@ from agent.context.tokens import prompt_estimate, request_tokens
 from agent.errors import did_you_mean
 from agent.events import Event
 from agent.extension import Extension
-from agent.llm import LLM, AnthropicLLM, TokenCounter
+from agent.llm import LLM, TokenCounter
 from agent.models import MODELS, ModelTable, check_effort, check_thinking
 from agent.state import BudgetPolicy
 from agent.tools import RunTools, ServerTool, Tool, ToolOutcome, ToolRegistry
@@ -306,11 +306,15 @@ class AgentConfig:
             declared = ext.tools(declared)
         self.registry = ToolRegistry(declared, default_timeout=self.tool_timeout)
         check_tools(self.registry, self.keep_fields)
-        llm = self.llm or AnthropicLLM()
+        if self.llm is None:
+            from agent.anthropic_llm import AnthropicLLM  # loaded by the runs that use it
+
+            self.llm = AnthropicLLM()
+        llm = self.llm
         if self.model_retries is None:
             self.model_retries = int(getattr(llm, "max_retries", DEFAULT_RETRIES))
-        if isinstance(llm, AnthropicLLM):
-            llm = llm.without_retries()  # the loop retries, so the budgets see every attempt
+        if callable(without := getattr(llm, "without_retries", None)):  # it retries itself (AnthropicLLM)
+            llm = without()  # the loop retries instead, so the budgets see every attempt
         self.llm: LLM = llm  # an `AsyncLLM` too, possibly (`agent.steps.ask`)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -436,10 +440,13 @@ class AgentConfig:
         declared = self.registry.get("read_artifact")
         if declared is None or not self.diet or self.artifacts_dir is None:
             return self.registry
-        from agent.context.read_artifact import for_run
+        if state.tools is None:
+            from agent.context.read_artifact import for_run
 
-        own = for_run(declared, self.artifacts_dir, lambda: self.artifact_store(state))
-        return RunTools(self.registry, {"read_artifact": own})
+            own = for_run(declared, self.artifacts_dir, lambda: self.artifact_store(state))
+            state.tools = RunTools(self.registry, {"read_artifact": own})
+        tools: RunTools = state.tools
+        return tools
 
     def measure(self, state: RunState, candidate: Sequence[dict[str, Any]]) -> int:
         """Estimated prompt tokens of this step's request with `candidate` as its history

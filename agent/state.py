@@ -108,6 +108,8 @@ class RunState:
     """Irreversible calls whose outcome is unknown, `name (id)` (`ToolOutcome.uncertain`)."""
     workers: Workers = field(default_factory=Workers, repr=False)
     """The threads this run's sync tool calls run on (closed when the run ends)."""
+    tools: Any = field(default=None, repr=False)
+    """What this run's calls run against (`AgentConfig.tools_for`), made on the first turn."""
     measured: tuple[int, dict[str, Any], int] | None = field(default=None, repr=False)
     """(step, request, its `prompt_estimate`): the last request this step's compaction check
     measured, so the call that sends an equal request does not encode it again."""

@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from agent import Agent, tool
+from agent.anthropic_llm import split_betas
 from agent.ext.approval import Approval
 from agent.ext.sessions import Session, resume
-from agent.llm import LLM, split_betas
+from agent.llm import LLM
 from agent.messages import blocks, content_text
 from agent.testing.simulator import MessagesSimulator
 from agent.testing.validate import validate_request

@@ -82,7 +82,7 @@ def make_agent() -> Agent:
         time.sleep(0.25)  # it shipped; the result is not recorded yet
         return f"shipped {order}"
 
-    from agent.llm import AnthropicLLM
+    from agent.anthropic_llm import AnthropicLLM
 
     llm = AnthropicLLM(base_url=os.environ["SCALE_SIM_URL"], api_key="sim", max_retries=0)
     trusted = [Approval(allow=["ship"])]

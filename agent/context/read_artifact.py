@@ -70,7 +70,8 @@ def for_run(declared: Tool, root: str | Path, store: Callable[[], ArtifactStore 
     """The framework's `read_artifact` (`declared`, default limits) reading through one run's
     `store` first: the run's folder is held open by its lease, so a store moved (or swapped
     for a link) mid-run still reads what the run wrote. The same declaration, another body."""
-    return dataclasses.replace(declared, fn=_reader(Path(root), store, 6000, 16 * 1024 * 1024, 3.0))
+    reader = _reader(Path(root), store, 6000, 16 * 1024 * 1024, 3.0, described=False)
+    return dataclasses.replace(declared, fn=reader)
 
 
 def _reader(
@@ -79,6 +80,8 @@ def _reader(
     max_chars: int,
     max_read_bytes: int,
     search_seconds: float,
+    *,
+    described: bool = True,
 ) -> Callable[..., str]:
     def read_artifact(
         name: str, start_line: int = 0, end_line: int = 0, json_path: str = "", pattern: str = ""
@@ -98,6 +101,8 @@ def _reader(
             search_seconds=search_seconds,
         )
 
+    if not described:  # the declaration (and so the description) is the registry's tool's
+        return read_artifact
     read_artifact.__doc__ = f"""{SUMMARY}
 
         Args:

@@ -33,7 +33,7 @@ from urllib.parse import urlsplit, urlunsplit
 import anthropic
 from anthropic.types import Message
 
-from agent.llm import AnthropicLLM
+from agent.anthropic_llm import AnthropicLLM
 
 __all__ = [
     "REPLAY_BASE_URL",

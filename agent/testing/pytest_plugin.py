@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from agent.llm import AnthropicLLM
+    from agent.anthropic_llm import AnthropicLLM
     from agent.testing.simulator import MessagesSimulator, Policy
 
 __all__ = ["agent_cassette", "agent_cassette_dir", "record_mode", "recorded_llm", "simulator"]

@@ -82,7 +82,7 @@ from typing import Any, TypeAlias
 
 import anthropic
 
-from agent.llm import AnthropicLLM
+from agent.anthropic_llm import AnthropicLLM
 from agent.models import EFFORTS, MODELS, THINKING_TYPES
 from agent.testing import sse
 from agent.testing.answers import Reply, error_body, json_reply, normalize

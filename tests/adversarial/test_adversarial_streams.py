@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from agent import Agent, ModelCallFailed, tool
-from agent.llm import StreamCutOff
+from agent.anthropic_llm import StreamCutOff
 from agent.testing.simulator import CUTS, MessagesSimulator
 
 refunds: list[int] = []

@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 
 from agent import Agent, tool
+from agent.anthropic_llm import AnthropicLLM
 from agent.ext.approval import Approval
 from agent.ext.durable import WaitForApproval, register_agent
-from agent.llm import AnthropicLLM
 
 
 def side_effect(folder: Path, line: str) -> None:
