@@ -1,31 +1,15 @@
-"""One model call and what it leaves in the run's books: its usage, priced, and what it teaches.
+"""One model call and what it leaves in the run's books.
 
-`call_with_retries` is the loop's `call_model`: one attempt through the seam, tried again
-on a transient failure (each retry budget-checked, each failed attempt that may have
-been billed counted at a conservative estimate, `agent.accounting`).
-
-After every answer the run learns four things, each read by a later step: the usage
-record (priced at the model's own prices, logged, appended to `usage_log`), the token
-calibration (billed prompt vs estimate, so the next estimate is closer), the hidden
-size of each new thinking block (so an empty-looking block is not mistaken for a small
-one), and the prefix guard's view (so a silent cache miss gets a reason). A response
-that carries no usage at all (a compatible server that sends none) is estimated, never
-booked as free.
-
-Retrying a failed model call without hiding what the failures cost.
-
-The SDK retries 408/409/429/5xx and lost connections on its own, but its retries are
+`call_with_retries` is the loop's `call_model`. The agent owns the retry loop (the SDK's
+own retries are off, see `AnthropicLLM.without_retries`) because the SDK's retries are
 invisible: a call that timed out twice and then succeeded reports one usage, while the
-server may have billed three. A dollar budget that cannot see two thirds of the bill is
-not a budget. So the agent owns the retry loop (the SDK's own retries are switched off,
-see `AnthropicLLM.without_retries`), and every failed attempt that the server may have
-billed (a timeout, a dropped connection, a malformed answer) is recorded with a
-conservative estimate: the whole prompt at the dearest input price it could have been
-billed at, and as much output as the run's calls have averaged. Budgets are checked
-again before each retry, so the README's promise holds under timeouts too: a budget is
-overshot by at most one call.
+server may have billed three. So every failed attempt the server may have billed is booked
+at a conservative estimate, and the budgets are checked again before each retry: a budget
+is overshot by at most one call.
 
-Pure functions: what to retry, how long to wait, what an attempt may have cost.
+Each answer is booked: its usage priced and logged, the token calibration corrected, the
+hidden size of new thinking blocks noted, and the prefix guard told (so a silent cache miss
+gets a reason). An answer that carries no usage is estimated, never booked as free.
 """
 
 from __future__ import annotations
@@ -46,7 +30,7 @@ from anthropic.types import Usage as SDKUsage
 
 from agent.context.history import SummaryCutOff
 from agent.context.tokens import estimate_tokens, prompt_estimate
-from agent.errors import ModelCallFailed
+from agent.errors import MissingAPIKey, ModelCallFailed
 from agent.events import Event, emit
 from agent.llm import LLM
 from agent.messages import final_text, text_of
@@ -83,10 +67,9 @@ DEFAULT_OUTPUT_GUESS = 1024
 
 
 class ImpossibleUsage(ValueError):
-    """An answer whose usage no server could mean: a negative, fractional, NaN or non-number
-    token count. Booked as it stands, a count of -50M tokens is a refund of $250 that a
-    dollar budget would never stop; so the answer counts as unreadable (retried, its cost
-    estimated), and never as free."""
+    """A token count no server could mean (negative, fractional, NaN, not a number). Booked as
+    it stands, -50M tokens is a $250 refund no dollar budget would stop; so the answer counts
+    as unreadable: retried, its cost estimated, never free."""
 
 
 _UNREADABLE_OR_LOST = (
@@ -95,12 +78,10 @@ _UNREADABLE_OR_LOST = (
     json.JSONDecodeError,
     ImpossibleUsage,
 )
-"""Errors after which the server may have done the work: lost, timed out, or answered unreadably."""
 
 
 def retryable(error: BaseException) -> bool:
-    """Worth another attempt: a lost connection or timeout, a malformed answer, or a status the
-    API documents as transient (408, 409, 429, 5xx). A 400 or 401 will fail the same way again."""
+    """A lost or unreadable answer, or a transient status: a 400 or 401 will fail the same way again."""
     if may_be_billed(error):
         return True
     if isinstance(error, anthropic.APIStatusError):
@@ -109,9 +90,8 @@ def retryable(error: BaseException) -> bool:
 
 
 def may_be_billed(error: BaseException) -> bool:
-    """The server may have done (and billed) the work: it timed out or the connection dropped
-    after the request went out, or it answered with a body the client could not read. An error
-    status is an answer that the API does not bill."""
+    """The request went out and the answer was lost or unreadable, so the server may have done
+    (and billed) the work. An error status is an answer the API does not bill."""
     return isinstance(error, _UNREADABLE_OR_LOST)
 
 
@@ -128,14 +108,10 @@ def backoff_seconds(error: BaseException, attempt: int) -> float:
 
 
 def estimated_attempt(
-    step: int,
-    model: str,
-    prompt_tokens: int,
-    earlier: Sequence[Usage],
-    price: Price | None,
-    max_tokens: int,
+    step: int, model: str, prompt_tokens: int, earlier: Sequence[Usage], price: Price | None, max_tokens: int
 ) -> Usage:
-    """A conservative usage record for an attempt that failed after it may have been billed."""
+    """A conservative usage for a failed attempt that may have been billed: the whole prompt at
+    the dearest input price, and the run's largest step output."""
     outputs = [u.output for u in earlier if u.purpose == "step"]
     output = min(max_tokens, max(outputs) if outputs else DEFAULT_OUTPUT_GUESS)
     cost = None
@@ -156,17 +132,11 @@ def book_usage(config: AgentConfig, state: RunState, record: Usage) -> None:
 def book_failed_attempt(
     config: AgentConfig, request: Mapping[str, Any], state: RunState, raw: int | None = None
 ) -> None:
-    """Book a failed attempt that the server may have billed, at `agent.accounting`'s conservative
-    estimate (the whole prompt at the dearest input price, the run's largest output)."""
+    """Book a failed attempt that the server may have billed, at `estimated_attempt`'s estimate."""
     model = request["model"]
-    estimate = estimated_attempt(
-        state.step,
-        model,
-        state.calibration.estimate(request, raw),
-        state.usage.steps,
-        config.models.price(model),
-        request["max_tokens"],
-    )
+    prompt = state.calibration.estimate(request, raw)
+    price = config.models.price(model)
+    estimate = estimated_attempt(state.step, model, prompt, state.usage.steps, price, request["max_tokens"])
     book_usage(config, state, estimate)
 
 
@@ -179,7 +149,7 @@ def book_answer(
     raw: int | None = None,
 ) -> Message:
     """Record `response` (the answer to `request`, whose `prompt_estimate` is `raw`) in the
-    run's books; returns the response, with an estimated usage when the server sent none."""
+    run's books; returns it, with an estimated usage when the server sent none."""
     raw = prompt_estimate(request) if raw is None else raw
     if getattr(response, "usage", None) is None:
         log.warning("[step %d] the response carried no usage; recording an estimate", state.step)
@@ -189,13 +159,9 @@ def book_answer(
             "output_tokens": estimate_tokens(content),
         }
         response = response.model_copy(update={"usage": SDKUsage.model_validate(guess)})
+    effort = (request.get("output_config") or {}).get("effort")
     record = Usage.from_message(
-        state.step,
-        response,
-        effort=(request.get("output_config") or {}).get("effort"),
-        latency_s=latency_s,
-        models=config.models,
-        model=request["model"],
+        state.step, response, effort=effort, latency_s=latency_s, models=config.models, model=request["model"]
     )
     book_usage(config, state, record)
     calibration = state.calibration
@@ -206,14 +172,14 @@ def book_answer(
             [b.model_dump(mode="json") for b in response.content], details.thinking_tokens
         )
     if config.cache:
-        state.cache_guard.observe(request, record)
+        reported = getattr(response.usage, "cache_read_input_tokens", None) is not None
+        state.cache_guard.observe(request, record, reported=reported)
     return response
 
 
 async def call_with_retries(config: AgentConfig, request: dict[str, Any], state: RunState) -> Message:
     """The answer to `request`, booked; `ModelCallFailed` (with the partial run) once the
-    retries are spent or the error is not transient. The budgets are checked before every
-    attempt, the first included; the request is estimated once for all of them."""
+    retries are spent or the error is not transient. Budgets are checked before every attempt."""
     raw = state.raw_estimate(request)
     check_budgets(request, state, config.budget_policy(), raw)
     for attempt in itertools.count():
@@ -222,6 +188,8 @@ async def call_with_retries(config: AgentConfig, request: dict[str, Any], state:
             response = await _send(config, request, state)
             check_usage(response)
             break
+        except MissingAPIKey as error:  # nothing was sent: the error itself, with the run so far
+            raise MissingAPIKey(str(error), state.result(final_text(state.messages), "error")) from None
         except Exception as error:
             if not await _retry_after(config, error, attempt, request, state, raw):
                 raise ModelCallFailed(
@@ -235,8 +203,7 @@ _COUNTS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_cr
 
 
 def check_usage(response: Message) -> None:
-    """Raise `ImpossibleUsage` unless every token count the answer reports is a whole number
-    of zero or more (a count left out is fine: it is read as 0, or estimated)."""
+    """Raise `ImpossibleUsage` unless every reported token count is a whole number >= 0."""
     usage = getattr(response, "usage", None)
     if usage is None:
         return
@@ -259,8 +226,7 @@ async def _send(config: AgentConfig, request: dict[str, Any], state: RunState) -
 async def _retry_after(
     config: AgentConfig, error: Exception, attempt: int, request: dict[str, Any], state: RunState, raw: int
 ) -> bool:
-    """Count what a failed attempt may have cost, then say whether to try again (a transient
-    error, retries left, and the budgets still allow the next attempt)."""
+    """Book what a failed attempt may have cost, then say whether to try again."""
     if may_be_billed(error):
         book_failed_attempt(config, request, state, raw)
     if not retryable(error) or attempt >= (config.model_retries or 0):
@@ -274,8 +240,7 @@ async def _retry_after(
 
 
 def larger_budget(request: Mapping[str, Any], info: ModelInfo | None, step: int) -> int | None:
-    """Twice the request's `max_tokens` (up to the model's limit) for a reply cut off before
-    it said anything usable, or None when there is no room to grow."""
+    """Twice `max_tokens`, up to the model's limit, for a reply cut off before it said anything usable."""
     asked = int(request["max_tokens"])
     larger = min(info.max_output if info else asked * 2, asked * 2)
     if larger <= asked:
@@ -297,7 +262,6 @@ def summarizer(config: AgentConfig, state: RunState) -> Callable[[str], str]:
         from agent.context.compact import SUMMARY_PROMPT, summary_request
 
         llm, policy, budgets = cast(LLM, config.llm), config.history_policy(), config.budget_policy()
-        log_path = Path(config.usage_log) if config.usage_log else None
         model = policy.summarizer_model
         request = summary_request(
             transcript,
@@ -310,7 +274,7 @@ def summarizer(config: AgentConfig, state: RunState) -> Callable[[str], str]:
         response = llm.create(request)
         check_usage(response)
         usage = Usage.from_message(state.step, response, models=policy.models, model=request["model"])
-        state.usage.add(replace(usage, purpose="summary"), log_path)
+        book_usage(config, state, replace(usage, purpose="summary"))
         if response.stop_reason == "max_tokens":
             raise SummaryCutOff(f"the summary was cut off by max_tokens={request['max_tokens']:,}")
         return text_of(response).strip()

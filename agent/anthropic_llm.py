@@ -3,16 +3,9 @@
 It streams by default. Today's models think inside `max_tokens`, so a useful budget is
 tens of thousands of tokens; a non-streamed call that long risks an HTTP timeout that the
 SDK retries and bills again, and the SDK refuses large non-streamed `max_tokens`
-outright. Streaming through the SDK's helper returns the very same `Message`, so nothing
-downstream changes. A stream that ends before `message_stop`, or carries an `error`
-event, is a `StreamCutOff`: a lost answer, never a final one.
-
-`AsyncAnthropicLLM` is `AnthropicLLM` on the SDK's `AsyncAnthropic`: the steps go through
-the async client; the sync methods it inherits (used by compaction's summary call and
-exact token counts, which run inside the synchronous context step, and by `run`, whose
-private event loop is gone after the run) use a sync twin client.
-
-Loaded when a run uses it (an `Agent` built without `llm=`, or one given an `AnthropicLLM`).
+outright. The SDK's stream helper returns the very same `Message`. A stream that ends
+before `message_stop`, or carries an `error` event, is a `StreamCutOff`: a lost answer,
+never a final one.
 """
 
 from __future__ import annotations
@@ -47,7 +40,6 @@ def _require_key(client: anthropic.Anthropic | anthropic.AsyncAnthropic) -> None
 
 _COUNTED_KEYS = ("model", "messages", "system", "tools", "tool_choice", "thinking")
 
-
 BETA_BODY_KEYS = ("mcp_servers",)
 """Body keys only the SDK's beta methods declare: sent through `extra_body`, so the stable
 methods (which refuse unknown keyword arguments) carry them unchanged."""
@@ -64,14 +56,13 @@ def split_betas(request: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, s
 
 
 class StreamCutOff(anthropic.APIResponseValidationError):
-    """A streamed reply that ended before its `message_stop`, or with an `error` event
-    (`overloaded_error` mid-stream): the answer never arrived whole. Half a sentence is not a
-    final answer and a cut tool call is not a call, so this is a lost answer like a dropped
-    connection: retried, its possible cost counted, and past the retries a failed call."""
+    """A streamed reply that ended before its `message_stop`, or with an `error` event. Half a
+    sentence is not a final answer and a cut tool call is not a call: like a dropped
+    connection, it is retried, its possible cost counted, and past the retries a failed call."""
 
 
 def _relay(event: Any, on_delta: Delta | None) -> str:
-    """Pass one stream event's text or thinking delta on (other events carry none); its type."""
+    """Pass one stream event's text or thinking delta on; return the event's type."""
     if on_delta is not None:
         if event.type == "text":
             on_delta("text", event.text)
@@ -83,9 +74,8 @@ def _relay(event: Any, on_delta: Delta | None) -> str:
 def _mid_stream(error: anthropic.APIStatusError, response: Any) -> None:
     """Raise `StreamCutOff` for an `error` event inside a 200 stream (it keeps the 200)."""
     if error.status_code == 200:
-        raise StreamCutOff(
-            response=response, body=None, message=f"the reply stream carried an error: {error}"
-        )
+        why = f"the reply stream carried an error: {error}"
+        raise StreamCutOff(response=response, body=None, message=why)
 
 
 def _whole(last: str, response: Any) -> None:
@@ -98,12 +88,10 @@ def _whole(last: str, response: Any) -> None:
 class AnthropicLLM:
     """`LLM` on the official `anthropic` SDK, streaming by default.
 
-    The key and base URL come from the arguments or, when omitted, from
-    `ANTHROPIC_API_KEY` and `ANTHROPIC_BASE_URL` (the SDK's own lookup), so any
-    Messages-API-compatible server works unchanged. `timeout` goes to the SDK.
-    `max_retries` is how often a failed call is tried again; an `Agent` takes the retrying
-    over (`without_retries`) so that its budgets see every attempt (`agent.accounting`).
-    `stream=False` sends plain requests (the SDK then refuses large `max_tokens`).
+    The key and base URL default to `ANTHROPIC_API_KEY` and `ANTHROPIC_BASE_URL` (the SDK's
+    own lookup), so any Messages-API-compatible server works. `max_retries` is how often a
+    failed call is retried; an `Agent` does that itself (`without_retries`) so that its budgets
+    see every attempt.
     """
 
     def __init__(
@@ -165,8 +153,7 @@ class AnthropicLLM:
 
     def refine(self, models: ModelTable, model: str) -> ModelTable:
         """A copy of `models` whose entry for `model` takes the efforts and thinking types the
-        API reports (`models.retrieve(model).capabilities`; needs a key). Unknown models and
-        missing capabilities leave the table as it was: the API's word refines, never guesses."""
+        API reports (needs a key); an unknown model leaves the table as it was."""
         _require_key(self.client)
         try:
             info = self.client.models.retrieve(model)
@@ -176,10 +163,9 @@ class AnthropicLLM:
 
 
 class AsyncAnthropicLLM(AnthropicLLM):
-    """`AnthropicLLM` whose model calls are awaited on the SDK's `AsyncAnthropic` (the
-    `AsyncLLM` side, which `Agent.arun` uses), streaming by default. It is an `AnthropicLLM`
-    too: `count_tokens`, `refine`, compaction's summary call and `Agent.run` go through a
-    sync client with the same settings, so nothing that runs outside the event loop breaks."""
+    """`AnthropicLLM` whose model calls are awaited on `AsyncAnthropic` (for `Agent.arun`).
+    The sync methods it inherits run outside the event loop (`count_tokens`, `refine`,
+    compaction's summary call, `Agent.run`), so they use a sync twin with the same settings."""
 
     def __init__(
         self,

@@ -1,27 +1,14 @@
 """Every knob of an `Agent`, declared once, with its default and the reason it exists.
 
-Each option is a class attribute with its docstring, so a domain agent is a subclass that
-sets some of them (`system = "..."`, `tools = [...]`), and each can be passed to the
-constructor, which wins over the class. `dataclass_transform` tells type checkers the
-constructor's keywords from these same declarations, so `Agent(max_step=3)` is caught
-before it runs, and at run time it gets a did-you-mean. A feature beyond the core takes its
-options on its own `Extension`'s constructor, never here.
+Each option is a class attribute with its docstring, so a domain agent is a subclass that sets
+some (`system = "..."`), and a constructor keyword wins over the class. `dataclass_transform`
+lets type checkers catch `Agent(max_step=3)`; at run time it gets a did-you-mean. A feature
+beyond the core takes its options on its own `Extension`, never here.
 
-The `*_policy` methods hand the pure context functions what they need (a small policy
-record), never the agent.
-
-Mistakes that would otherwise do nothing are caught when the agent is built.
-
-A typo in a keep path keeps nothing (the whole result is sent instead, or none of it);
-`keep_fields` for a tool the agent does not have is never read; a subclass attribute
-spelled `systme` or `max_step` is an ordinary attribute nobody looks at. None of these
-raise anywhere, so each gets a WARNING on the `agent` logger with a did-you-mean when
-the agent (or the subclass) is built. Wrong option *types* are errors instead
-(`agent.config.AgentConfig.validate`): they would fail later, less clearly.
-
-Which fields a tool's result has is read from its return annotation (a TypedDict, a
-dataclass, a pydantic model, or a list/tuple/Optional of those); a result annotated
-`dict`, `Any` or nothing cannot be checked, and is not.
+Mistakes that would otherwise do nothing (a keep path no result can match, `keep_fields` for a
+tool the agent lacks, a subclass attribute spelled `systme`) raise nowhere, so each gets a
+WARNING on the `agent` logger when the agent or subclass is built. Wrong option *types* are
+errors instead (`AgentConfig.validate`): they would fail later, less clearly.
 """
 
 from __future__ import annotations
@@ -59,7 +46,6 @@ if TYPE_CHECKING:
 
 __all__ = ["AgentConfig", "check_keep_paths", "check_subclass", "check_tools", "result_fields"]
 
-
 log = logging.getLogger("agent")
 
 Fields = dict[str, "Fields | None"]
@@ -67,7 +53,7 @@ Fields = dict[str, "Fields | None"]
 
 
 def result_fields(annotation: Any, depth: int = 0) -> Fields | None:
-    """The fields a value of this type has, as a tree; None when the type does not say."""
+    """The fields a value of this type has, as a tree; None when the type does not say (`dict`, `Any`)."""
     if depth > 8 or annotation is None or annotation is inspect.Signature.empty:
         return None
     origin = typing.get_origin(annotation)
@@ -93,9 +79,8 @@ def result_fields(annotation: Any, depth: int = 0) -> Fields | None:
         if typing.is_typeddict(annotation):
             hints = typing.get_type_hints(annotation)
         elif dataclasses.is_dataclass(annotation):
-            hints = {f.name: f.type for f in dataclasses.fields(annotation)}
             resolved = typing.get_type_hints(annotation)
-            hints = {name: resolved.get(name, hint) for name, hint in hints.items()}
+            hints = {f.name: resolved.get(f.name, f.type) for f in dataclasses.fields(annotation)}
         elif issubclass(annotation, BaseModel):
             hints = {name: info.annotation for name, info in annotation.model_fields.items()}
         else:
@@ -164,8 +149,7 @@ def check_subclass(cls: type, options: Iterable[str]) -> None:
 
 
 def check_option_types(config: Any) -> None:
-    """TypeError for options of a type that would fail later or do nothing: `tools=find`
-    (not a list), `allow="refund"` (a string is a list of letters), a non-str model."""
+    """TypeError for an option whose type would fail later or do nothing (`tools=find`, a str as a list)."""
     tools = config.tools
     if isinstance(tools, str | bytes | Mapping) or callable(tools) or not isinstance(tools, Iterable):
         raise TypeError(f"tools must be a list of tools, e.g. tools=[{_named(tools)}], not {_shown(tools)}")
@@ -187,8 +171,7 @@ def _named(value: Any) -> str:
 
 
 def _shown(value: Any) -> str:
-    text = repr(value)
-    return f"{type(value).__name__} {text[:80]}"
+    return f"{type(value).__name__} {repr(value)[:80]}"
 
 
 DEFAULT_RETRIES = 2
@@ -212,22 +195,19 @@ class AgentConfig:
     llm: LLM | None = None
     """The model seam; None builds `AnthropicLLM()` from the environment."""
     model_retries: int | None = None
-    """How often a failed model call (timeout, lost connection, 408/409/429/5xx) is tried
-    again, each attempt budget-checked and its possible cost counted (`agent.accounting`). None
-    takes the `llm`'s own `max_retries` (2 for a default `AnthropicLLM`), else 2."""
+    """Retries of a failed model call (timeout, lost connection, 408/409/429/5xx), each budget-checked
+    and its possible cost counted (`agent.accounting`); None takes the `llm`'s `max_retries`, else 2."""
     max_steps: int = 20
     """Most model calls in one run; one more raises `StepBudgetExceeded`."""
     max_tokens: int | None = None
     """Output tokens per call, thinking included. None takes the model's default from the
     table (32,000 where the model allows it: room to think, and `AnthropicLLM` streams)."""
     thinking: Mapping[str, Any] | None = None
-    """`thinking` sent with each request: None leaves the model's default (Opus 5 and later
-    think adaptively unless told not to), `{"type": "adaptive", "display": "summarized"}`,
-    or `{"type": "disabled"}`. Checked against the model table at construction."""
+    """`thinking` sent with each request, e.g. `{"type": "adaptive", "display": "summarized"}` or
+    `{"type": "disabled"}`; None leaves the model's default. Checked against the model table."""
     thinking_history: str | None = None
-    """How thinking blocks survive pruning and compaction (`agent.context.thinking`): "keep",
-    "strip", "drop_block" or "append_only". None picks the model's default: "append_only"
-    where thinking is bound to its prefix (the 5.5 family), else "keep"."""
+    """How thinking blocks survive pruning and compaction (`agent.context.thinking`): "keep", "strip",
+    "drop_block" or "append_only"; None: "append_only" where thinking is bound to its prefix, else "keep"."""
     effort: str | None = None
     """`output_config.effort` (low|medium|high|xhigh|max), None to omit. Changing it
     between steps invalidates the cached messages (tools and system stay cached)."""
@@ -236,11 +216,9 @@ class AgentConfig:
     max_input_tokens: int | None = None
     """Cumulative prompt-token budget for the run, checked before each call."""
     models: ModelTable = MODELS
-    """The model table (prices, cache minimums, efforts, thinking rules); `MODELS.register(...)`
-    returns a copy that knows your own model."""
+    """Prices, cache minimums, efforts and thinking rules; `MODELS.register(...)` adds yours (a copy)."""
     on_event: Callable[[Event], None] | None = None
-    """Called with each `agent.events` event as it happens: step boundaries, text and
-    thinking deltas (streamed), tool calls and results. For progress displays."""
+    """Called with each `agent.events` event as it happens, for progress displays."""
     tool_timeout: float | None = 60.0
     """Seconds a tool may run before it becomes an error result (per-tool `timeout` wins)."""
     usage_log: str | Path | None = None
@@ -252,18 +230,16 @@ class AgentConfig:
     prune_batch: int = 4
     """Prune only once this many turns are prunable, so the cached prefix moves rarely."""
     diet: bool = True
-    """Slim tool results before the model reads them (whitelist, compressor, artifacts).
-    False sends every result whole (bounded only by the registry's output cap)."""
+    """Slim tool results before the model reads them (whitelist, compressor, artifacts); False sends
+    each whole, bounded only by the registry's output cap."""
     keep_fields: Mapping[str, Sequence[str]] = MappingProxyType({})
     """Per-tool field whitelists ({tool_name: [field, "nested.path"]}), on top of `@tool(keep=)`."""
     list_top_n: int = 5
     """Items a slimmed list keeps inline (the rest stay in the artifact)."""
     compress_threshold: int = 2000
-    """Results longer than this many characters are compressed to at most this many (shorter
-    ones are sent untouched); error results may take twice as much."""
+    """Results over this many characters are compressed to at most this many (errors may take twice)."""
     artifacts_dir: str | Path | None = "artifacts"
-    """Where full results are stored for read-back (one folder per run, and the model gets
-    the `read_artifact` tool); None keeps no artifacts."""
+    """Where full results are stored (a folder per run) for the `read_artifact` tool; None keeps none."""
     artifact_min_chars: int = 256
     """Results at least this long are stored in full, cut or not, so a pruned stub can point at them."""
     artifact_max_bytes: int = 10_000_000
@@ -271,8 +247,7 @@ class AgentConfig:
     artifact_keep_runs: int = 20
     """Run folders kept under `artifacts_dir`; older ones go when a new run stores its first result."""
     cache: bool = True
-    """Place prompt-cache breakpoints (system, previous request's end, pruning frontier,
-    newest message; see `agent.context.cache`). False sends no `cache_control` at all."""
+    """Place prompt-cache breakpoints (`agent.context.cache`); False sends no `cache_control` at all."""
     cache_ttl: str = "5m"
     """Cache lifetime, "5m" or "1h" (a 1h write costs 2x base input instead of 1.25x)."""
     summarizer_model: str | None = None
@@ -280,11 +255,10 @@ class AgentConfig:
     summary_prompt: str | None = None
     """Instructions for the summarizer; None uses `agent.context.compact.SUMMARY_PROMPT`."""
     compact_margin: float = 0.1
-    """Compact once the estimated request passes `max_context_tokens * (1 - compact_margin)`:
-    room for estimation error and for the step's own growth."""
+    """Compact past `max_context_tokens * (1 - compact_margin)`: room for estimate error and step growth."""
     exact_token_count: bool = False
-    """Near the threshold, ask the API's `count_tokens` (if the `llm` offers it) instead of
-    trusting the estimate; costs one extra call per step while near it."""
+    """Near the threshold, ask the `llm`'s `count_tokens` (if any) instead of trusting the estimate;
+    one extra call per step while near it."""
     memory: Memory | None = None
     """Key/value memory whose keys the model sees each step (pass `tools.memory_tools(memory)` too)."""
 
@@ -371,7 +345,7 @@ class AgentConfig:
         if self.usage_log:
             Path(self.usage_log).parent.mkdir(parents=True, exist_ok=True)
 
-    # -- what the pure policies are handed -------------------------------------------------
+    # -- what the pure context functions are handed: a small policy record, never the agent --
 
     def history_strategy(self) -> str:
         """The thinking-history strategy in force (the option, else the model's default)."""

@@ -1,9 +1,7 @@
 """How a run ends: its `RunResult`, or a typed exception that carries the partial one.
 
-Flow control by exception keeps the loop short: a budget check or a failed model
-call raises, and the exception carries the partial `RunResult`, so the paid-for
-work is never lost just because the run could not finish. The result and the errors
-share a module that needs nothing of the run's state.
+Flow control by exception keeps the loop short, and the carried result means paid-for work is
+never lost just because the run could not finish.
 """
 
 from __future__ import annotations
@@ -27,7 +25,6 @@ __all__ = [
     "did_you_mean",
 ]
 
-
 Msg = dict[str, Any]
 
 
@@ -42,9 +39,8 @@ class RunResult:
     detail: str | None = None
     """Why the run ended when that was not a normal final answer."""
     uncertain: tuple[str, ...] = ()
-    """The irreversible calls whose outcome is unknown (`name (id)`): they timed out, or a run
-    died while they ran and their tool takes no idempotency key. Check each before trusting
-    a final answer: a run with one does not end in plain success (`detail` says so)."""
+    """Irreversible calls (`name (id)`) whose outcome is unknown (timed out, or cut off by a dead run
+    and their tool takes no idempotency key): check each before trusting the answer, as `detail` says."""
 
     @property
     def steps(self) -> list[Usage]:
@@ -87,5 +83,4 @@ class ModelCallFailed(AgentError):
 
 
 class MissingAPIKey(AgentError):
-    """No key and no auth token: said before the first request, naming the variable and the
-    offline way, instead of the SDK's authentication `TypeError` from deep inside a call."""
+    """No key and no auth token: raised before the first request, not as the SDK's `TypeError` mid-call."""

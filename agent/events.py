@@ -1,14 +1,8 @@
-"""What a run reports as it happens, for progress displays: one small event type.
+"""What a run reports as it happens (`Agent(on_event=callback)`), for progress displays.
 
-`Agent(on_event=callback)` receives an `Event` for each step boundary, each streamed
-text or thinking delta (when the `LLM` streams, as `AnthropicLLM` does), each tool call
-and each tool result, each retry of a reply cut off by `max_tokens`, and each change the context economy
-makes to the history before a call: a `prune` (which results became stubs, tokens
-before -> after) and a `compact` (the summary, how many messages it folded, tokens
-before -> after), so a run's economics can be watched, not guessed. The callback
-runs on the loop's thread, between the things it reports, so it should be quick; an
-exception it raises is logged and swallowed, because a broken progress bar must never
-cost a paid-for run.
+Each `prune` and `compact` of the history is an event too, so a run's economics can be watched,
+not guessed. The callback runs on the loop's thread, so it should be quick; what it raises is
+logged and swallowed, because a broken progress bar must never cost a paid-for run.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from agent import accounting, models
 from agent import messages as wire
 from agent.config import AgentConfig
 from agent.context import cache, diet, history, thinking
-from agent.errors import StepBudgetExceeded
+from agent.errors import AgentError, StepBudgetExceeded
 from agent.events import Event, emit
 from agent.extension import Extension, hooked
 from agent.state import RunResult, RunState
@@ -43,8 +43,12 @@ class Agent(AgentConfig):
         self, prompt: str, *, history: Sequence[wire.Msg] = (), extensions: Sequence[Extension] = ()
     ) -> RunResult:
         """Answer `prompt` (after `history`, if any), calling tools until the model is done.
-        `extensions` join the agent's own for this run only, ahead of them (a session file)."""
-        return run_sync(lambda: self.arun(prompt, history=history, extensions=extensions))
+        `extensions` join the agent's own for this run only, ahead of them (a session file).
+        An `AgentError` is raised from here: the loop's frames would only hide its message."""
+        try:
+            return run_sync(lambda: self.arun(prompt, history=history, extensions=extensions))
+        except AgentError as error:
+            raise error.with_traceback(None)  # noqa: B904 - the error itself, its cause kept
 
     async def arun(
         self, prompt: str, *, history: Sequence[wire.Msg] = (), extensions: Sequence[Extension] = ()

@@ -1,9 +1,8 @@
 """Small pure helpers over wire-shaped messages (plain dicts, as the API takes them).
 
 History is kept exactly as it goes on the wire: no private keys to strip before
-sending, nothing to leak. What bookkeeping needs (which tool produced a result) is
-derived from the history itself: a `tool_result` answers the `tool_use` with the
-same id in the message right before it.
+sending, nothing to leak. Bookkeeping (which tool produced a result) is derived from
+the history itself: a `tool_result` answers the `tool_use` with the same id.
 """
 
 from __future__ import annotations
@@ -57,9 +56,6 @@ _RESULT_TYPES = {
 _ERROR_CONTENT = {"mcp_tool_result"}  # results whose error is `is_error` + text, not an error object
 
 
-# -- a server call and its result are one pair -------------------------------------------
-
-
 def is_server_call(block: Mapping[str, Any]) -> bool:
     return block.get("type") in SERVER_CALLS
 
@@ -83,8 +79,8 @@ def _content(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def unanswered_calls(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Server calls in `messages` that have no result anywhere in them, in order: what a paused
-    turn, a cut-off one, or a call left in flight while the client's tools ran left open."""
+    """Server calls in `messages` with no result anywhere in them, in order (left open by a
+    paused or cut-off turn, or a call in flight while the client's tools ran)."""
     found = [b for m in messages if m.get("role") == "assistant" for b in _content(m)]
     answered = {b.get("tool_use_id") for b in found if is_server_result(b)}
     return [dict(b) for b in found if is_server_call(b) and b.get("id") not in answered]
@@ -97,8 +93,8 @@ def answered_ids(messages: Sequence[Mapping[str, Any]]) -> set[str]:
 
 
 def closing_results(calls: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One error result per call, in the API's own error shape ("unavailable"): the honest
-    answer for a server call that never got one, so the history stays valid to continue."""
+    """One "unavailable" error result per call, in the API's own shape: the honest answer for
+    a server call that never got one, so the history stays valid to continue."""
     results = []
     for call in calls:
         kind = result_type_for(call)
@@ -116,13 +112,11 @@ def user_message(text: str) -> Msg:
 
 
 def shared_length(seen: Sequence[Any], items: Sequence[Any]) -> int:
-    """How many leading items of `seen` and `items` are equal, found by list comparisons.
+    """How many leading items of `seen` and `items` are equal.
 
-    A list comparison runs in C and takes an item that is the very same object as equal at
-    once, so the common case (a history that grew, a request with a few marked copies) costs
-    about a nanosecond an item; a map of `operator.is_` costs some 60. The first difference
-    is found by halving; the few items left are compared one by one. (A list never equals a
-    tuple, so other sequences are compared item by item.)"""
+    Lists are compared slice by slice (in C, identical objects equal at once), halving
+    towards the first difference: far cheaper than a Python loop over a long history.
+    Other sequences go item by item (a list never equals a tuple)."""
     n = min(len(seen), len(items))
     if type(seen) is not list or type(items) is not list:
         return next((i for i in range(n) if seen[i] is not items[i] and seen[i] != items[i]), n)
@@ -151,28 +145,19 @@ def assistant_message(
 ) -> Msg | None:
     """The response as an assistant turn to send back; None when nothing is left.
 
-    What the model sent is kept as it came (thinking blocks are bound to it), except
-    what would make the next request invalid: empty text blocks, a `tool_use` whose
-    input is not an object (sent back as `{}`; the call itself gets an error result),
-    and a `tool_use` id that is repeated (in the turn or the history `after`) or one the API
-    would refuse (renamed; see `_unique_ids`).
+    Kept as it came (thinking blocks are bound to it), minus what would invalidate the next
+    request: empty text, a non-object `tool_use` input (sent as `{}`), a repeated or refused id.
 
-    `drop_tool_uses` is for a turn that ends the run or was cut off (`max_tokens`,
-    `refusal`): its tool calls must not run, and a `tool_use` left without a result
-    would make the history invalid for any later request. A server tool's call and
-    its result are one pair: both stay, or (one of them cut off) both go. `after` is
-    the history this turn follows: when it ends in paused assistant messages (a
-    `pause_turn` continued) or in a call left in flight while the client's tools ran, a
-    result here may answer a call made there, and a call made there that never got its
-    result is answered with the API's "unavailable" error
-    (`agent.ext.server_tools.closing_results`), so nothing is left half-paired.
+    `drop_tool_uses` is for a turn that ends the run or was cut off: its calls must not run,
+    and a `tool_use` without a result would invalidate any later request. A server call and
+    its result stay or go as a pair. `after` is the history this turn follows: a result here
+    may answer a call made there; a call there still unanswered gets `closing_results`.
     """
     return _assistant(response, _unique_ids(response, after), drop_tool_uses, after)
 
 
 def reply_turn(response: Message, after: Sequence[Msg] = ()) -> tuple[Msg | None, list[ToolCall]]:
-    """`assistant_message(response, after=after)` and `tool_calls(response, after)` together,
-    the ids worked out once (a look at every call of the history)."""
+    """`assistant_message` and `tool_calls` for one response, the ids worked out once."""
     ids = _unique_ids(response, after)
     return _assistant(response, ids, False, after), _calls(response, ids)
 
@@ -203,25 +188,22 @@ TOOL_USE_ID = re.compile(r"[a-zA-Z0-9_-]+")
 
 
 def _dumped(block: Any) -> dict[str, Any]:
-    """A reply block as the wire carries it back. A `tool_use` whose input nests too deep to
-    serialise is sent back with `{}`, as an input that is not an object is: its call gets an
-    error result (`agent.tool_runs.input_problem`), and the history stays valid."""
+    """A reply block as the wire carries it back; a `tool_use` whose input nests too deep to
+    serialise goes back with `{}` (its call gets an error result; the history stays valid)."""
     try:
         dumped: dict[str, Any] = block.model_dump(mode="json", exclude_none=True)
     except (ValueError, RecursionError):
         if block.type != "tool_use":
             raise
-        dumped = {**block.model_copy(update={"input": {}}).model_dump(mode="json", exclude_none=True)}
+        dumped = block.model_copy(update={"input": {}}).model_dump(mode="json", exclude_none=True)
     return dumped
 
 
 def _unique_ids(response: Message, after: Sequence[Msg] = ()) -> dict[int, str]:
-    """Block index -> the id its tool call goes by: the model's, unless the id is one the API
-    would refuse or is already taken, by an earlier call of this turn or of the history
-    `after`; then a fresh `<id>_dupN` no block uses. A call is found by its id everywhere
-    (its result, pruning's stub, the summary, the ledger), so two calls sharing one would
-    let a later `lookup` stand in for an earlier `refund`. The API accepts an id reused in
-    a later turn; the rename only keeps this side's lookups right."""
+    """Block index -> its call's id: the model's, unless the API would refuse it or an earlier
+    call (this turn or `after`) took it; then a fresh `<id>_dupN`. Calls are looked up by id
+    everywhere (results, pruning stubs, the ledger), so a shared id would let one call stand
+    in for another, even across turns, where the API would accept it."""
     if not any(block.type == "tool_use" for block in response.content):
         return {}
     taken = {
@@ -249,8 +231,7 @@ def _unique_ids(response: Message, after: Sequence[Msg] = ()) -> dict[int, str]:
 
 
 def _whole_server_pairs(content: list[dict[str, Any]], earlier: set[str]) -> list[dict[str, Any]]:
-    """`content` without server-tool calls whose result is missing, nor results whose call is
-    (neither here nor among the `earlier` calls of the same turn)."""
+    """`content` without server calls lacking their result, nor results lacking their call."""
     calls = {b.get("id") for b in content if b.get("type") in SERVER_CALLS} | earlier
     answered = {b.get("tool_use_id") for b in content if is_server_result(b)}
     return [
@@ -262,15 +243,13 @@ def _whole_server_pairs(content: list[dict[str, Any]], earlier: set[str]) -> lis
 
 
 def as_object(value: Any) -> dict[str, Any]:
-    """A tool call's input as the wire must carry it: the object itself, or `{}` for anything
-    else (the call gets an error result saying what it was; the history stays valid)."""
+    """A call's input as the wire must carry it: the object, or `{}` (the call gets an error result)."""
     return dict(value) if isinstance(value, Mapping) else {}
 
 
 def tool_calls(response: Message, after: Sequence[Msg] = ()) -> list[ToolCall]:
-    """The turn's client tool calls, in order, with ids as `assistant_message` sends them back
-    after the same history `after`, and the input exactly as the model sent it (the registry
-    refuses one that is not an object)."""
+    """The turn's client tool calls, ids as `assistant_message` sends them back after `after`,
+    input exactly as the model sent it (the registry refuses a non-object)."""
     return _calls(response, _unique_ids(response, after))
 
 
@@ -303,11 +282,10 @@ UNANSWERED = "not run: the conversation was handed over before this call was ans
 
 
 def opening_messages(history: Sequence[Msg], prompt: str, *, tools_declared: bool) -> list[Msg]:
-    """The first request's messages for `prompt` after `history` (a copy, normalised: block
-    lists, no cache markers). Refuses what the API would only refuse later, and less clearly:
-    an empty prompt, text that is not valid Unicode, tool blocks with no tools declared. Calls
-    left unanswered at the end of `history` get an error result each, so nothing is sent
-    half-paired and the model learns they never ran."""
+    """The first request's messages for `prompt` after `history` (a copy: block lists, no cache
+    markers). ValueError now for what the API would refuse later, less clearly: an empty or
+    non-Unicode prompt, tool blocks with no tools declared. Calls left unanswered at the end of
+    `history` get an error result each, so the model learns they never ran."""
     if not prompt.strip():
         raise ValueError("prompt must not be empty (the API rejects empty text blocks)")
     try:
@@ -326,12 +304,12 @@ def opening_messages(history: Sequence[Msg], prompt: str, *, tools_declared: boo
             "in a request that declares none; give the agent the tools this conversation used"
         )
     opening = user_message(prompt)
-    open_calls = unanswered_calls(earlier) if earlier and earlier[-1]["role"] == "assistant" else []
-    if open_calls:  # a paused turn handed over: its server calls can no longer be continued
-        last_turn = earlier[-1]
-        earlier[-1] = {**last_turn, "content": [*last_turn["content"], *closing_results(open_calls)]}
-    last = earlier[-1] if earlier else None
-    if last is not None and last["role"] == "assistant":
+    if earlier and earlier[-1]["role"] == "assistant":
+        last = earlier[-1]
+        open_calls = unanswered_calls(earlier)
+        if open_calls:  # a paused turn handed over: its server calls can no longer be continued
+            last = {**last, "content": [*last["content"], *closing_results(open_calls)]}
+            earlier[-1] = last
         pending = [b["id"] for b in last["content"] if b.get("type") == "tool_use"]
         answers = [tool_result_block(i, UNANSWERED, is_error=True) for i in pending]
         opening = {"role": "user", "content": [*answers, *opening["content"]]}
@@ -352,7 +330,6 @@ def deep_copy(messages: Sequence[Msg]) -> list[Msg]:
 
 
 def text_of(response: Message) -> str:
-    """All the text of a response, joined."""
     return "".join(b.text for b in response.content if b.type == "text")
 
 
@@ -385,12 +362,12 @@ def stop_detail(stop_reason: str | None) -> str | None:
 
 def content_text(content: Any) -> str:
     """The text of a tool_result's content (a string or a list of blocks)."""
-    if content is None:
-        return ""
     if isinstance(content, str):
         return content
+    if not isinstance(content, list):
+        return ""
     parts = []
-    for block in content if isinstance(content, list) else []:
+    for block in content:
         if isinstance(block, Mapping) and block.get("type") == "text":
             parts.append(str(block.get("text", "")))
         elif isinstance(block, Mapping):

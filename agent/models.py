@@ -1,34 +1,15 @@
 """One table of what each Claude model can do and costs: the single source for those facts.
 
-Prices, the minimum cacheable prompt, which efforts a model takes, whether it thinks
-unless told not to, whether its thinking is bound to its prefix (preserved
-thinking), whether it allows forced tool use: the loop, the budgets, the cache
-guard, the validator and the simulator all read them here, so a new model is one
-entry, not a hunt through five modules.
+The loop, the budgets, the cache guard, the validator and the simulator all read prices,
+cache minimums, efforts and thinking rules here, so a new model is one entry.
 
-Lookup is strict on purpose. A dated id (`claude-haiku-4-5-20251001`) maps to its
-family, but nothing maps across versions: `claude-opus-5-5` is *not* `claude-opus-5`
-(it costs $4, not $5, and binds its thinking to its prefix). A model the table does
-not know gets no guess: `lookup` returns None, callers report cost and cache minimum
-as unknown, and `ModelTable.warn_unknown` says so once.
+Lookup is strict: a dated id maps to its family, but nothing maps across versions
+(`claude-opus-5-5` is not `claude-opus-5`: it costs $4, not $5, and binds its thinking to
+its prefix). An unknown model gets no guess; its cost and cache minimum are unknown.
 
-The table is immutable; `register` returns a new one, passed to `Agent(models=...)`.
-With a key, `AnthropicLLM.refine(table, model)` can correct efforts and thinking types
-from the API's own `models.retrieve(model).capabilities`.
-
-What server tools cost beyond tokens: the per-use fees of the API's own tools.
-
-A web search is billed per search on top of the tokens its results add; a dollar
-budget that sees only tokens under-counts a search-heavy run. The fees are read
-from `usage.server_tool_use` in each response (`web_search_requests`,
-`web_fetch_requests`), so what is booked is what the API counted, not a guess
-from the blocks.
-
-Code execution is billed by container time (per container-hour beyond a monthly
-free allowance, shared by the organisation). A response does not report container
-time, so no per-call figure exists to book; `code_execution_per_hour` is kept for
-estimates and the README's economics, and the run's cost leaves it out (said in
-`Usage.line` whenever a container was used).
+Server-tool fees are booked from each response's `usage.server_tool_use`, what the API
+counted: a budget that sees only tokens under-counts a search-heavy run. Code execution is
+billed by container time, which no response reports, so a run's cost leaves it out.
 """
 
 from __future__ import annotations
@@ -61,14 +42,14 @@ class ServerToolFees:
     """Dollars per use of the API's server tools (platform pricing page, late 2026)."""
 
     web_search_per_1k: float = 10.0
-    """$10 per 1,000 searches; a search that fails is not billed (and not counted)."""
+    """A search that fails is not billed (and not counted)."""
     web_fetch_per_1k: float = 0.0
-    """Web fetch has no fee: the fetched content is billed as input tokens."""
+    """No fee: the fetched content is billed as input tokens."""
     code_execution_per_hour: float = 0.05
-    """Per container-hour beyond the free allowance; not reported per response (see above)."""
+    """Beyond the free allowance; for estimates only, as no response reports container time."""
 
     def cost(self, server_tool_use: Mapping[str, Any] | None) -> float:
-        """Dollars for one response's `usage.server_tool_use` counts (0 without any)."""
+        """Dollars for one response's `usage.server_tool_use` counts."""
         if not server_tool_use:
             return 0.0
         searches = server_tool_use.get("web_search_requests") or 0
@@ -76,8 +57,8 @@ class ServerToolFees:
         return (searches * self.web_search_per_1k + fetches * self.web_fetch_per_1k) / 1000
 
     def most(self, request: Mapping[str, Any]) -> float:
-        """The most `request` can spend on fees: each declared web search or fetch used up to its
-        `max_uses`. One without `max_uses` has no bound to add (the budget sees it after the call)."""
+        """The most `request` can spend on fees, each declared search or fetch used `max_uses`
+        times. One without `max_uses` adds nothing: the budget sees it after the call."""
         per_use = {"web_search": self.web_search_per_1k, "web_fetch": self.web_fetch_per_1k}
         dollars = 0.0
         for declared in request.get("tools") or []:
@@ -133,7 +114,6 @@ class ModelInfo:
     """`output_config.effort` values accepted; empty means the parameter is refused."""
     default_effort: str | None = None
     thinking_types: tuple[str, ...] = ("enabled", "disabled")
-    """`thinking.type` values accepted ("adaptive", "enabled" with a budget, "disabled")."""
     thinks_by_default: bool = False
     """A request without `thinking` thinks (adaptively), and thinking shares `max_tokens`."""
     thinking_display: str | None = None
@@ -149,8 +129,7 @@ class ModelInfo:
         return self.thinking_types == ("adaptive",)
 
     def default_max_tokens(self) -> int:
-        """Room for thinking plus the answer: 32,000 where the model allows it (streaming
-        makes that safe), else the model's whole output limit."""
+        """Room for thinking plus the answer, at most 32,000 (streaming makes that safe)."""
         return min(self.max_output, 32_000)
 
 
@@ -189,9 +168,8 @@ def _bound(
     )
 
 
-# Sources: the platform docs' model pages, pricing and prompt-caching pages (late 2026), as
-# summarised in shared/WIRE-RULES.md. Where the docs did not say, the entry takes the
-# permissive value (it accepts what the API might accept) and the price stays None.
+# From the platform docs (late 2026), as summarised in shared/WIRE-RULES.md. Where the docs did
+# not say, an entry takes the permissive value (accepts what the API might) and no price.
 _DEFAULT_MODELS = (
     _bound("claude-opus-5-5", Price(4.0, 5.0, 8.0, 0.20, 20.0), effort="medium"),
     _bound("claude-sonnet-5-5", Price(2.0, 2.5, 4.0, 0.20, 10.0), thinking=("adaptive", "between_tools")),
@@ -256,7 +234,6 @@ class ModelTable(Mapping[str, ModelInfo]):
 
     models: Mapping[str, ModelInfo]
     fees: ServerToolFees = SERVER_TOOL_FEES
-    """Per-use fees of the API's server tools (web search), priced into each call's cost."""
     _warned: set[str] = field(default_factory=set, compare=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
 
@@ -274,8 +251,7 @@ class ModelTable(Mapping[str, ModelInfo]):
         return len(self.models)
 
     def lookup(self, model: str) -> ModelInfo | None:
-        """The model's facts: exact id first, then the id without a `-YYYYMMDD` date.
-        Never a neighbour by prefix (`claude-opus-5-5` is not `claude-opus-5`)."""
+        """Exact id first, then the id without its `-YYYYMMDD` date; never a neighbour by prefix."""
         return self.models.get(model) or self.models.get(base_model(model))
 
     def register(self, *infos: ModelInfo) -> ModelTable:
@@ -283,7 +259,6 @@ class ModelTable(Mapping[str, ModelInfo]):
         return ModelTable({**self.models, **{info.id: info for info in infos}}, self.fees)
 
     def with_fees(self, fees: ServerToolFees) -> ModelTable:
-        """A new table whose server-tool fees are `fees` (a negotiated price, say)."""
         return ModelTable(dict(self.models), fees)
 
     def with_price(self, model: str, price: Price) -> ModelTable:
@@ -312,13 +287,11 @@ class ModelTable(Mapping[str, ModelInfo]):
 
 
 MODELS: ModelTable = ModelTable.of(_DEFAULT_MODELS)
-"""The models this project knows (late 2026), from the platform docs."""
 
 
 def refine_from_capabilities(models: ModelTable, model: str, capabilities: Any) -> ModelTable:
     """`models` with `model`'s efforts and thinking types as the API's `ModelCapabilities`
-    reports them (`client.models.retrieve(model).capabilities`). Nothing to go on (an
-    unknown model, no capabilities) leaves the table unchanged."""
+    reports them; unchanged for an unknown model or missing capabilities."""
     info = models.lookup(model)
     if info is None or capabilities is None:
         return models

@@ -1,38 +1,16 @@
-"""Any Python value a tool returns, made safe to show a model: never raises.
+"""Any Python value a tool returns, made safe to show a model and to write down: never raises.
 
-A tool may return anything: keys that are tuples, an int too long to print, a list
-that contains itself, a dict 10,000 levels deep, an object whose `__str__` raises,
-a string holding a lone surrogate (which no UTF-8 encoder accepts), or a small
-structure that shares itself so often it would print as terabytes. Each of those
-used to crash the run somewhere downstream (the session file, the request encoder).
+A tool may return anything: tuple keys, an int too long to print, a list that holds
+itself, a dict 10,000 levels deep, an object whose `__str__` raises, a lone surrogate, a
+small structure that shares itself into terabytes of text. Any of those would crash a
+writer downstream (the session file, the request encoder), so `renderable` and `safe_text`
+spell each odd part as text, walking with an explicit stack (no recursion).
 
-`renderable(value)` returns `value` itself when it is already plain JSON data
-(exact dict with str keys, list, tuple, str, int, float, bool, None; within the
-limits below), else a plain copy where every odd part has been spelled as text:
-`json.dumps(renderable(v), ensure_ascii=False).encode("utf-8")` always works (top-level
-`bytes` excepted: they stay bytes). `safe_text(value)` is that as one string (strings
-and bytes as themselves); `describe_error(error)` words an exception the same way.
-Both walk with an explicit stack (no recursion), cut past `MAX_DEPTH` levels or
-`MAX_VALUES` values with a visible note, and catch whatever a hostile object raises.
-
-`redact(text)` is the project's one secret policy: what counts as a key, and how it is
-blanked out.
-
-Anything the framework writes (the session's JSONL record, the artifact store's full
-tool results, the request log, an error's message, a warning on the `agent` logger) can
-outlive the run, be copied, attached to an issue, or read back into the context by a
-later run; and what the model reads may be quoted anywhere. A tool that echoes its
-environment, or a 401 that quotes the key, would put it there in clear. So every writer,
-and the rendering of every tool result the model reads, passes its text through `redact`:
-
-- anything shaped like an Anthropic key (`sk-ant-` and at least 8 key characters)
-  becomes `sk-ant-[redacted]`;
-- the configured `ANTHROPIC_API_KEY` itself (whatever its shape: a proxy or gateway
-  key need not start with `sk-ant-`) becomes `[redacted]`, when it is at least 8
-  characters long (a shorter value would blank out ordinary words).
-
-It is a policy for accidental leaks, not a guarantee: a key that was encoded (base64,
-split across lines, reversed) before it reached a writer is not recognised.
+`redact` is the project's one secret policy. Whatever the framework writes (session
+record, artifacts, request log, errors, warnings) can outlive the run and be shared, and
+what the model reads may be quoted anywhere; a tool echoing its environment or a 401
+quoting the key would put it there in clear. So every writer, and every tool result the
+model reads, passes through `redact`. It stops accidental leaks, not an encoded key.
 """
 
 from __future__ import annotations
@@ -67,7 +45,8 @@ MIN_KEY_CHARS = 8
 
 
 def redact(text: str) -> str:
-    """`text` with every key-shaped string and the configured `ANTHROPIC_API_KEY` blanked out."""
+    """`text` with every key-shaped string and the configured `ANTHROPIC_API_KEY` blanked out
+    (the latter whatever its shape: a proxy or gateway key need not start with `sk-ant-`)."""
     if "sk-ant-" in text:  # a substring search: far cheaper than the regex on clean text
         text = KEY_SHAPE.sub("sk-ant-[redacted]", text)
     key = os.environ.get("ANTHROPIC_API_KEY", "")
@@ -79,9 +58,8 @@ def redact(text: str) -> str:
 MAX_DEPTH = 100
 """Deeper containers are cut: downstream code (and `json`) recurses once per level."""
 MAX_VALUES = 250_000
-"""Values kept per result; past it containers are cut. A self-sharing list of lists is tiny
-in memory and astronomically large as text; and 250,000 values are already more JSON than
-the registry's 1,000,000-character bound on a text result."""
+"""Values kept per result; past it containers are cut (a self-sharing list of lists is tiny in
+memory, astronomically large as text). Already more JSON than a text result may hold."""
 _INT_DIGITS = 100_000
 """Ints longer than this are described, not printed."""
 _PLAIN = (str, int, float, bool, type(None))
@@ -323,10 +301,12 @@ def _already_plain(value: Any, max_chars: int | None) -> bool:
 
 
 def renderable(value: Any, max_chars: int | None = None) -> Any:
-    """`value` if it is plain JSON data within the limits, else a plain copy (see module doc).
+    """`value` if it is plain JSON data within the limits, else a plain copy with every odd
+    part spelled as text, cut past `MAX_DEPTH` levels or `MAX_VALUES` values with a note.
 
-    Top-level `str` comes back cleaned and `bytes` as `bytes`; `max_chars` cuts any
-    string nested inside a structure (the caller bounds a top-level one).
+    `json.dumps(renderable(v), ensure_ascii=False).encode("utf-8")` always works, except for
+    top-level `bytes`, which come back as they are (a top-level `str` comes back cleaned).
+    `max_chars` cuts any string nested inside a structure (the caller bounds a top-level one).
     """
     if type(value) is str:
         return clean_str(value)
@@ -349,7 +329,7 @@ def safe_text(value: Any, limit: int | None = None) -> str:
     """`value` as text a model can read and UTF-8 can encode; never raises.
 
     Strings (cleaned) and bytes (decoded) are themselves; anything else is compact JSON
-    of `renderable(value)`. With `limit`, the text is cut to that many characters.
+    of `renderable(value)`, cut to `limit` characters when given.
     """
     try:
         if isinstance(value, (str, bytes, bytearray)):
@@ -366,7 +346,7 @@ def safe_text(value: Any, limit: int | None = None) -> str:
 
 def describe_error(error: BaseException) -> str:
     """`Type: message` for an exception, safely: its `__str__` may raise anything, even
-    SystemExit (the failure being described has happened; describing it must not fail too)."""
+    SystemExit, and describing a failure must not fail too."""
     name = _type_name(error)
     try:
         message = str(error)

@@ -1,25 +1,14 @@
 """Tool input schemas from ordinary Python signatures.
 
-The model only ever sees a JSON Schema, and the only place the truth about a tool's
-arguments lives is its signature and docstring. So the schema is derived from
-them (through a pydantic model, which then also validates the model's input) and
-never written twice by hand. Titles pydantic adds are stripped: they cost tokens
-on every request and tell the model nothing the property names don't (only the
-schema's own `title` keywords: a default value or an enum that holds a "title" is data).
-A parameter whose name would clash with pydantic (`_x`, `model_config`, `json`) gets
-another field name, with its own name as the alias the model sees and sends.
+The model only ever sees a JSON Schema, and the truth about a tool's arguments lives in
+its signature and docstring; so the schema is derived from them (through a pydantic model,
+which also validates the model's input), never written twice by hand. Titles pydantic
+adds are stripped: they cost tokens on every request and tell the model nothing.
 
-What a callable offers as a tool: a default name, its docstring, its parameters.
-
-Accepted: functions (sync or `async def`), bound methods, `functools.partial`
-objects (named after the function they wrap; the keywords they bind are hidden
-from the model, which must not be able to override them), and instances of a class
-with `__call__` (named after the class). Refused at decoration time, with the
-reason, because no call could ever work: classes, generator functions (the model
-reads one result, not a stream), `*args`/`**kwargs`, parameter names the API
-rejects, parameters without a type hint, hints that do not resolve.
-
-Positional-only parameters are fine: `call_arguments` passes them by position.
+Accepted: functions (sync or async), bound methods, `functools.partial` objects (the
+keywords they bind are hidden from the model, which must not override them) and callable
+instances. Refused when decorated, since no call could ever work: classes, generator
+functions, `*args`/`**kwargs`, parameter names the API rejects, missing or unresolvable hints.
 """
 
 from __future__ import annotations
@@ -71,9 +60,8 @@ class Described:
 
 
 IDEMPOTENCY_KEY = "idempotency_key"
-"""A tool parameter by this name is filled by the framework, never by the model: a key that
-stays the same for one call across a crash and a resume (the run id and the call's id), for a
-backend that does an operation once per key (as payment APIs take an `Idempotency-Key`)."""
+"""A parameter the framework fills, never the model: a key stable for one call across a crash
+and resume, for a backend that does an operation once per key (like `Idempotency-Key`)."""
 
 
 def takes_idempotency_key(fn: Callable[..., Any]) -> bool:
@@ -135,14 +123,12 @@ def describe_callable(
 def _hints(fn: Any, label: str, localns: Mapping[str, Any] | None) -> dict[str, Any]:
     try:
         return typing.get_type_hints(fn, include_extras=True)
-    except NameError as error:
-        if localns is not None:
+    except Exception as error:  # a name not yet defined, a malformed string, a bad typing construct
+        if isinstance(error, NameError) and localns is not None:
             try:
                 return typing.get_type_hints(fn, localns=dict(localns), include_extras=True)
             except Exception:
                 pass
-        problem = f"{type(error).__name__}: {error}"
-    except Exception as error:  # a malformed string annotation, a bad typing construct
         problem = f"{type(error).__name__}: {error}"
     raise TypeError(
         f"tool {label}: its type hints cannot be resolved ({problem}); define or import every "
@@ -153,8 +139,8 @@ def _hints(fn: Any, label: str, localns: Mapping[str, Any] | None) -> dict[str, 
 def call_arguments(fn: Callable[..., Any], arguments: BaseModel) -> tuple[list[Any], dict[str, Any]]:
     """(positional, keyword) arguments for `fn` from its validated input model.
 
-    Fields are named by their alias when they have one (a parameter whose own name would
-    clash with pydantic's); positional-only parameters are passed by position, in order.
+    A parameter whose name would clash with pydantic's (`_x`, `model_config`, `json`) has
+    its own name as the field's alias; positional-only parameters are passed by position.
     """
     fields = type(arguments).model_fields
     values = {info.alias or key: getattr(arguments, key) for key, info in fields.items()}
@@ -163,7 +149,7 @@ def call_arguments(fn: Callable[..., Any], arguments: BaseModel) -> tuple[list[A
 
 
 def _positional_only(fn: Callable[..., Any]) -> tuple[str, ...]:
-    """The names of `fn`'s positional-only parameters, read from its signature at each call."""
+    """The names of `fn`'s positional-only parameters."""
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
@@ -253,8 +239,7 @@ def _field(param: inspect.Parameter, hint: Any, doc: str | None, key: str) -> tu
 
 
 def _create(name: str, fields: dict[str, Any]) -> type[BaseModel]:
-    model: type[BaseModel] = create_model(name, __config__=ConfigDict(extra="forbid"), **fields)
-    return model
+    return create_model(name, __config__=ConfigDict(extra="forbid"), **fields)
 
 
 def _check_field(tool_name: str, param: str, field: dict[str, Any]) -> None:
@@ -307,9 +292,8 @@ def _strip_titles(node: Any) -> Any:
 
 
 def json_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """The model's JSON Schema as the Messages API wants it: an object, no extras. Built at
-    each call, as a copy that shares nothing with the model (pydantic may hand out values a
-    field's `json_schema_extra` holds), so a caller may edit it."""
+    """The model's JSON Schema as the Messages API wants it: an object, no extras. A fresh copy
+    each call (pydantic may hand out `json_schema_extra`'s own values), so a caller may edit it."""
     schema: dict[str, Any] = _strip_titles(copy.deepcopy(model.model_json_schema()))
     schema.setdefault("properties", {})
     schema["additionalProperties"] = False

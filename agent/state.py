@@ -1,16 +1,10 @@
 """What one run is, what it may still spend, and what it leaves behind.
 
-`RunState` is everything a run accumulates (history, usage, calibration, the cache
-guard, the artifact store, what extensions keep). Every overridable step receives it, so one
-`Agent` holds configuration only and can serve two runs at once. `RunResult` is the
-snapshot a finished (or stopped) run hands back.
-
-Budgets are checked against it *before* each call (`check_budgets`), so a run never
-overshoots by more than one step. What was billed so far is exact; what is about to be
-sent is estimated (chars/4, calibrated against billed usage). A call is refused when
-the two together would pass a budget, so the only overshoot left is the last call's
-output and the estimate's error. Dollars assume the worst input price the request could
-be billed at (a cache write when caching is on), never a hoped-for cache read.
+`RunState` holds what a run accumulates, so an `Agent` is configuration only. Budgets are
+checked *before* each call: what was billed (exact) plus the request about to be sent
+(estimated, calibrated on billed usage) must stay within them, so the only overshoot is the
+last call's output and the estimate's error. Dollars assume the worst input price the request
+could be billed at (a cache write when caching is on), never a hoped-for cache read.
 """
 
 from __future__ import annotations
@@ -90,16 +84,13 @@ class RunState:
     run_id: str = field(default_factory=lambda: time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6])
     """Names this run's artifacts folder (and an extension's records of it)."""
     prompt: str = ""
-    """This run's request, verbatim: what a compaction summary must quote (with `history=`,
-    the history's first message is an older request)."""
+    """This run's request, verbatim, for compaction to quote (with `history=`, it is not `messages[0]`)."""
     artifacts: ArtifactStore | None = None
     """Full tool results of this run (created on first use; see `AgentConfig.artifact_store`)."""
     pending: tuple[Msg, list[ToolCall]] | None = None
-    """A turn restored mid-way (its reply and the calls it made, not yet answered): the loop
-    runs those calls before its next model call. Set by whoever restores a run."""
+    """A restored turn's reply and its unanswered calls, run before the next model call (set on restore)."""
     agent: Any = field(default=None, repr=False)
-    """The `Agent` running this run, for extensions that need its options (the llm, prices,
-    budgets, the artifact store). Context functions never take it."""
+    """The `Agent` running this run, for extensions that need its options; context functions never take it."""
     extensions: list[Any] = field(default_factory=list, repr=False)
     """This run's `Extension`s, in hook order (the run's own, then the agent's)."""
     extras: dict[str, Any] = field(default_factory=dict, repr=False)
@@ -111,8 +102,8 @@ class RunState:
     tools: Any = field(default=None, repr=False)
     """What this run's calls run against (`AgentConfig.tools_for`), made on the first turn."""
     measured: tuple[int, dict[str, Any], int] | None = field(default=None, repr=False)
-    """(step, request, its `prompt_estimate`): the last request this step's compaction check
-    measured, so the call that sends an equal request does not encode it again."""
+    """(step, request, its `prompt_estimate`) of this step's last compaction measure, so sending
+    an equal request does not encode it again."""
 
     def result(self, text: str, stop_reason: str, detail: str | None = None) -> RunResult:
         if self.uncertain and detail is None:
@@ -122,8 +113,7 @@ class RunState:
         return RunResult(text, stop_reason, self.usage, list(self.messages), detail, tuple(self.uncertain))
 
     def raw_estimate(self, request: dict[str, Any]) -> int:
-        """`prompt_estimate(request)`, reusing this step's measure when the request is equal to
-        it (compared by content: `==` on the dicts, which skips what the two share)."""
+        """`prompt_estimate(request)`, reusing this step's measure when `request` equals it."""
         if self.measured is not None and self.measured[0] == self.step and self.measured[1] == request:
             return self.measured[2]
         return prompt_estimate(request)

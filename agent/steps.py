@@ -1,20 +1,14 @@
 """How one loop serves both `Agent.run` and `Agent.arun`: the loop is a coroutine.
 
-The steps that wait on the world (the model call, the tools) are awaited; the pure ones
-stay plain functions. `arun` awaits the loop on the caller's event loop; `run` drives
-the very same coroutine to completion on a private event loop (`run_sync`). So there is
-one loop, and a fix to it is a fix to both.
+The steps that wait on the world (the model call, the tools) are awaited. `arun` awaits the
+loop on the caller's event loop; `run` drives the same coroutine on a private one (`run_sync`),
+so a fix to the loop is a fix to both. Around that, small adapters:
 
-Around that, three small adapters:
-
-- `settle`: a step's result, awaited if it is awaitable, so a subclass that overrides a
-  coroutine step (`call_model`, `run_tools`, `retry_with_room`) with a plain method
-  still works;
-- `ask`: one call through the `LLM` seam: an `AsyncLLM` awaited on the loop, a sync
-  `LLM` through `blocking` (its streamed deltas handed back to the loop's thread);
-- `blocking`: a blocking call (a sync model, an approver) in a worker thread, so other
-  runs on the loop go on; on `run`'s private loop, where no other run waits, it is called
-  in place: no thread hop per step, and Ctrl-C interrupts it as it would without asyncio;
+- `settle`: a step's result, awaited if awaitable (a subclass may override a coroutine step
+  such as `call_model` with a plain method);
+- `ask`: one call through the `LLM` seam, an `AsyncLLM` awaited, a sync `LLM` via `blocking`;
+- `blocking`: a blocking call in a worker thread, so other runs on the loop go on; on `run`'s
+  private loop it is called in place (no thread hop, and Ctrl-C interrupts it as usual);
 - `Workers`: the daemon threads one run's sync tool calls run on.
 """
 
@@ -47,11 +41,9 @@ on its sync side (an async client's pooled connections would outlive the loop th
 def run_sync(work: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Run the coroutine `work()` to completion from synchronous code, on a private event loop.
 
-    A thread that already runs an event loop (a notebook, a server) cannot block on
-    another one, so there the run goes to a worker thread and this thread waits for it
-    (`arun` is the better call there). Ctrl-C raises KeyboardInterrupt as it would without
-    asyncio: inside a blocking call it ends the run there; while the loop waits (on tools) the
-    run is cancelled first. Either way the session records `stopped`.
+    A thread already running a loop (a notebook, a server) cannot block on another, so there
+    the run goes to a worker thread (`arun` is the better call there). Ctrl-C raises
+    KeyboardInterrupt as without asyncio, and the session records `stopped`.
     """
 
     async def private() -> T:
@@ -85,7 +77,7 @@ def run_sync(work: Callable[[], Coroutine[Any, Any, T]]) -> T:
 
 def _close(loop: asyncio.AbstractEventLoop) -> None:
     """Close a private loop, giving what is left on it (an async tool abandoned at its timeout)
-    a moment to take its cancellation; one that ignores it is dropped with the loop."""
+    a moment to take its cancellation."""
     left = asyncio.all_tasks(loop)
     for task in left:
         task.cancel()
@@ -96,8 +88,8 @@ def _close(loop: asyncio.AbstractEventLoop) -> None:
 
 
 def on_private_loop() -> bool:
-    """True inside `run_sync`: the running event loop serves this one run, so a step may
-    block it (a sync model call, a turn of sync tools) instead of handing off to a thread."""
+    """True inside `run_sync`: a step may block the loop (it serves this one run) instead of
+    handing off to a thread."""
     return _PRIVATE_LOOP.get()
 
 
@@ -125,10 +117,8 @@ async def ask(llm: LLM, request: Mapping[str, Any], on_delta: Delta | None) -> M
     if is_async and not (_PRIVATE_LOOP.get() and is_sync):
         astream = getattr(llm, "astream", None)
         if on_delta is not None and astream is not None:
-            streamed: Message = await astream(request, on_delta)
-            return streamed
-        answered: Message = await cast(AsyncLLM, llm).acreate(request)
-        return answered
+            return cast(Message, await astream(request, on_delta))
+        return await cast(AsyncLLM, llm).acreate(request)
     stream = getattr(llm, "stream", None)
     if on_delta is None or stream is None:
         return await blocking(llm.create, request)
@@ -140,21 +130,18 @@ async def ask(llm: LLM, request: Mapping[str, Any], on_delta: Delta | None) -> M
         else:
             loop.call_soon_threadsafe(report, kind, text)
 
-    answer: Message = await blocking(stream, request, relay)
-    return answer
+    return cast(Message, await blocking(stream, request, relay))
 
 
 Job = tuple[Callable[[], Any], Callable[[Any], None], str]
 
 
 class Workers:
-    """The daemon threads of one run's sync tool calls: a thread whose call ended waits for
-    the run's next call, and `close` (at the run's end) lets the idle ones finish.
-
-    Daemon threads, so a tool that hangs past its timeout cannot keep the process alive; it
-    keeps its own thread, which is never handed another call while busy. Starting a thread
-    per call cost more than the rest of a call's dispatch; a pool shared by every run would
-    outlive them. Each call runs in a fresh `contextvars` context, as on a new thread."""
+    """The daemon threads of one run's sync tool calls, reused (a thread start per call costs
+    more than the rest of its dispatch): an idle one takes the run's next call, and `close` (at
+    the run's end) ends the idle ones. Daemon, so a tool hung past its timeout cannot keep the
+    process alive (it keeps its thread); per run, as a pool shared by every run would outlive
+    them. Each call runs in a fresh `contextvars` context, as on a new thread."""
 
     def __init__(self) -> None:
         self._idle: list[queue.SimpleQueue[Job | None]] = []
@@ -162,9 +149,8 @@ class Workers:
         self._closed = False
 
     def start(self, work: Callable[[], T], then: Callable[[T], None], name: str) -> None:
-        """`then(work())` on an idle thread of this run, else on a new one named `name`. The
-        thread is idle again before `then` runs, so a caller woken by `then` finds it so.
-        Neither may raise (a call's failure is its outcome)."""
+        """`then(work())` on an idle thread of this run, else a new one named `name`; neither may
+        raise. The thread is idle again before `then` runs, so a caller woken by `then` finds it so."""
         with self._lock:
             inbox = self._idle.pop() if self._idle else None
         if inbox is None:

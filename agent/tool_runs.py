@@ -1,25 +1,14 @@
 """Running one turn's tool calls: in parallel, each bounded by its timeout, none able to crash the loop.
 
-Every failure a model can cause, or a tool can suffer, becomes an `is_error` outcome the
-model can read and adapt to: an unknown name, input that is not an object, bad input (each
-bad field named), an exception (even SystemExit), a timeout. Whatever a tool returns comes
-back renderable (`agent.render`). Sync tools each run on a daemon thread of their own (a
-hung one holds only its thread and cannot keep the process alive), async ones on the
-caller's event loop; outcomes come back in call order.
+Every failure a model can cause or a tool can suffer (an unknown name, input that is not an
+object, bad fields, an exception, even SystemExit, a timeout) becomes an `is_error` outcome
+the model can read and adapt to, and whatever a tool returns comes back renderable. Sync
+tools each run on a daemon thread, so a hung one holds only its thread and cannot keep the
+process alive; async ones run on the caller's event loop. Outcomes come back in call order.
 
-`run_turn` is the loop's: each call first passes the extensions' `before_tool` hooks (a
-denial or a recorded result settles it without running), a gated call runs only where an
-extension decides gates (`Extension.gate`), and each outcome passes `after_tool` the
-moment it is known, so an extension can make it durable while slower calls still run.
-
-What the model is told quietly is also said out loud: each failed outcome is a WARNING
-on the `agent` logger naming the tool and the step (a developer watching only the final
-answer would never learn that the refund was denied), and so is a result that reached
-the model as a default repr (`<Book object at 0x7f...>`: give the tool's return type a
-readable form).
-
-The functions take the registry as `Tools` (what they read of it: the tools by name, the
-default timeout, the output cap).
+What the model is told quietly is also logged: a failed call, or a result that reached the
+model as a default repr (`<Book object at 0x7f...>`), is a WARNING on the `agent` logger,
+since a developer watching only the final answer would never learn of it.
 """
 
 from __future__ import annotations
@@ -46,7 +35,7 @@ from agent.events import Event, emit
 from agent.render import describe_error, redact, renderable, safe_text
 from agent.schema import IDEMPOTENCY_KEY, call_arguments
 from agent.steps import Workers, on_private_loop
-from agent.tools import Tool, ToolCall, ToolOutcome
+from agent.tools import TOOL_NAME, Tool, ToolCall, ToolOutcome
 
 if TYPE_CHECKING:
     from agent.state import RunState
@@ -75,10 +64,6 @@ __all__ = [
 ]
 
 
-TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,128}")
-"""A tool name the API accepts (matched whole: a trailing newline is not a name)."""
-
-
 class Expired(Exception):
     """An async tool ran past its timeout (not a TimeoutError the tool raised itself)."""
 
@@ -86,8 +71,8 @@ class Expired(Exception):
 def invoke(
     fn: Callable[..., Any], arguments: BaseModel, timeout: float | None, key: str | None = None
 ) -> Any:
-    """Call `fn` with its validated arguments (and `key` as its `idempotency_key`, when given);
-    a coroutine it returns is run to its timeout."""
+    """Call `fn` with its validated arguments (and `key` as its `idempotency_key`); a coroutine
+    it returns is run to its timeout."""
     args, kwargs = call_arguments(fn, arguments)
     if key is not None:
         kwargs[IDEMPOTENCY_KEY] = key
@@ -98,9 +83,8 @@ def invoke(
 
 
 def is_async(fn: Callable[..., Any]) -> bool:
-    """Declared `async` (a function, a partial of one, an object with an async `__call__`): such
-    a tool can be awaited on the caller's event loop. Anything else runs in a thread, where
-    `invoke` still runs a coroutine it happens to return."""
+    """Declared `async` (a function, a partial of one, an async `__call__`): awaited on the
+    caller's event loop. Anything else runs in a thread, where `invoke` runs a coroutine it returns."""
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
 
 
@@ -114,9 +98,8 @@ async def _bounded(coroutine: Coroutine[Any, Any, Any], timeout: float | None) -
 
 
 MAX_INPUT_DEPTH = 64
-"""Deepest nesting a call's input may have. No tool's arguments need more, and a model (or
-an injection) that sends thousands of levels would break validation, rendering and the
-history itself: such a call gets an error result instead."""
+"""Deepest nesting a call's input may have: thousands of levels (from a model or an injection)
+would break validation, rendering and the history itself."""
 
 
 def _deeper_than(value: object, limit: int) -> bool:
@@ -189,7 +172,7 @@ KINDS = (("denied: ", "was denied"), ("timeout: ", "timed out"), ("invalid input
 """(prefix of the error text, how the warning words it); any other error text is an exception."""
 _REPR = re.compile(r"<[A-Za-z_][\w.]* object at 0x[0-9a-fA-F]+>")
 _SCANNED = 200_000
-"""Characters of a result searched for a repr: enough for any object's, and bounded."""
+"""Characters of a result searched for a repr: enough for any, and bounded."""
 
 
 def warn_outcomes(outcomes: Sequence[ToolOutcome], step: int) -> None:
@@ -201,16 +184,14 @@ def warn_outcomes(outcomes: Sequence[ToolOutcome], step: int) -> None:
             kind = next((words for prefix, words in KINDS if text.startswith(prefix)), "failed")
             first = redact(text.splitlines()[0][:300]) if text else ""
             log.warning("[step %d] tool %s %s: %s", step, name, kind, first)
-        else:
-            shown = default_repr(outcome.value)
-            if shown is not None:
-                log.warning(
-                    "[step %d] tool %s returned %s: the model reads only that repr; return a dict, "
-                    "a dataclass, a pydantic model or a str instead",
-                    step,
-                    name,
-                    shown,
-                )
+        elif (shown := default_repr(outcome.value)) is not None:
+            log.warning(
+                "[step %d] tool %s returned %s: the model reads only that repr; return a dict, "
+                "a dataclass, a pydantic model or a str instead",
+                step,
+                name,
+                shown,
+            )
 
 
 def default_repr(value: Any) -> str | None:
@@ -221,10 +202,8 @@ def default_repr(value: Any) -> str | None:
         if isinstance(item, str):
             text = item[:budget]
             budget -= len(text)
-            if " object at 0x" in text:
-                found = _REPR.search(text)
-                if found:
-                    return found.group()
+            if " object at 0x" in text and (found := _REPR.search(text)):
+                return found.group()
         elif isinstance(item, dict):
             stack.extend(item.values())
         elif isinstance(item, list | tuple):
@@ -262,8 +241,11 @@ async def run_turn(
     on_event: Callable[[Event], None] | None = None,
     execute: Execute | None = None,
 ) -> list[ToolOutcome]:
-    """One turn's calls through the extensions' hooks, the rest run in parallel (by
-    `execute`, `arun_all` unless told); outcomes in call order, each reported as an event."""
+    """One turn's calls, outcomes in call order, each reported as an event. A call first passes
+    the extensions' `before_tool` hooks (a denial or a recorded result settles it unrun); a
+    gated call runs only if an extension decides gates (`Extension.gate`); the rest run in
+    parallel by `execute` (`arun_all` unless told). Each outcome passes `after_tool` the moment
+    it is known, so an extension can make it durable while slower calls still run."""
     extensions = state.extensions
     calls = [dataclasses.replace(c, idempotency_key=f"{state.run_id}:{c.id}") for c in calls]
     for call in calls:
@@ -308,20 +290,17 @@ async def run_turn(
 def run_all(
     registry: Tools, calls: Sequence[ToolCall], on_done: Callable[[ToolOutcome], None] | None = None
 ) -> list[ToolOutcome]:
-    """Run every call at once (each on its own daemon thread); outcomes in call order.
+    """Run every call at once, each on its own daemon thread; outcomes in call order.
 
-    `on_done(outcome)` runs the moment each call ends (in its thread), so a caller can
-    make each result durable while slower calls are still running; an exception it
-    raises (a full disk, say) is re-raised here. Daemon threads rather than a bounded
-    pool: a tool that hangs past its timeout is abandoned with an error result, holds only its
-    own thread, and cannot keep the process alive on exit.
+    `on_done(outcome)` runs in a call's thread the moment it ends, so a caller can make each
+    result durable while slower calls run; an exception it raises is re-raised here.
     """
     return _join(registry, [_Running(call, registry.get(call.name), on_done) for call in calls])
 
 
 def _join(registry: Tools, running: list[_Running], workers: Workers | None = None) -> list[ToolOutcome]:
-    """Start each call on a worker thread (one of `workers`, if given) and wait for all, each
-    up to its timeout. Stopped while waiting (Ctrl-C), later outcomes are no longer reported."""
+    """Start each call on a thread (of `workers`, if given) and wait for all, each up to its
+    timeout. Stopped while waiting (Ctrl-C), later outcomes are no longer reported."""
     started = time.monotonic()
     start = workers.start if workers is not None else _start
     for item in running:
@@ -335,8 +314,7 @@ def _join(registry: Tools, running: list[_Running], workers: Workers | None = No
                 outcomes.append(item.future.result(timeout=remaining))
             except FutureTimeout:
                 late = f"timeout: {item.call.name} did not finish in {timeout:g}s"
-                late_outcome = ToolOutcome(item.call, late, True, timeout or 0.0, item.tool)
-                outcomes.append(item.finish(late_outcome))
+                outcomes.append(item.finish(ToolOutcome(item.call, late, True, timeout or 0.0, item.tool)))
     except BaseException:
         for item in running:
             item.abandon()
@@ -350,11 +328,10 @@ async def arun_all(
     on_done: Callable[[ToolOutcome], None] | None = None,
     workers: Workers | None = None,
 ) -> list[ToolOutcome]:
-    """`run_all` for the event loop: async tools run concurrently on it, the others each in
-    a daemon thread (one of the run's `workers`, if given), so a hung one cannot keep the
-    process alive, each bounded by its timeout; outcomes in call order. Cancelled, it cancels the async tools;
-    threads cannot be stopped, and what they finish after that is no longer reported.
-    An async tool that blocks the event loop (`time.sleep`) blocks every run on it."""
+    """`run_all` for the event loop: async tools run concurrently on it, the others each on a
+    daemon thread (of `workers`, if given). Cancelled, it cancels the async tools; threads
+    cannot be stopped, and what they finish later is not reported. An async tool that blocks
+    the loop (`time.sleep`) blocks every run on it."""
     running = [_Running(call, registry.get(call.name), on_done) for call in calls]
     if on_private_loop() and not any(item.tool is not None and is_async(item.tool.fn) for item in running):
         return _join(registry, running, workers)  # `run`'s own loop: nothing else waits on it
@@ -405,8 +382,8 @@ async def _arun_one(registry: Tools, item: _Running) -> ToolOutcome:
         if in_main_thread():  # the loop runs there: this may be the user's Ctrl-C
             raise
         value, failed = describe_error(error), True
-    except BaseException as error:  # as in run_one; a CancelledError it raised, or ours after a
-        value, failed = describe_error(error), True  # timeout, when its outcome is claimed
+    except BaseException as error:  # as in run_one, a CancelledError too (ours, after a timeout)
+        value, failed = describe_error(error), True
     seconds = time.monotonic() - started
     blocked = watched.longest if watched is not None else 0.0
     if blocked >= BLOCKING_S:
@@ -426,15 +403,13 @@ async def _arun_one(registry: Tools, item: _Running) -> ToolOutcome:
 
 
 BLOCKING_S = 1.0
-"""An async tool that runs this long without yielding to the event loop is reported: it holds
-every run on the loop, and no timeout can fire meanwhile."""
+"""An async tool that runs this long without yielding is reported: it holds every run on the
+loop, and no timeout can fire meanwhile."""
 
 
 class _Watched:
-    """Awaits a coroutine slice by slice, timing each. A slice is code that runs without giving
-    the event loop back, so the longest slice is how long the tool blocked the loop (a
-    `time.sleep` in an `async def`): seen, it is reported, and a result that came back only
-    because the loop could not fire the timeout is discarded as a timeout."""
+    """Awaits a coroutine slice by slice (code run without giving the loop back), timing each:
+    the longest is how long the tool blocked the loop (a `time.sleep` in an `async def`)."""
 
     def __init__(self, coroutine: Any) -> None:
         self.coroutine = coroutine
@@ -487,11 +462,9 @@ def _prepare(registry: Tools, call: ToolCall) -> tuple[Tool, BaseModel] | ToolOu
 def run_one(registry: Tools, call: ToolCall) -> ToolOutcome:
     """Validate and run one call, turning every failure into an error outcome.
 
-    Whatever the tool returns comes back renderable (`agent.render.renderable`): a value
-    is never made an error for its shape, as an irreversible tool did take effect. A
-    generator is the exception (its body never ran). A tool's own KeyboardInterrupt or
-    SystemExit is that call's failure: in a worker thread neither can be the user's
-    Ctrl-C (signals reach the main thread, where it propagates as usual).
+    A value is never made an error for its shape (an irreversible tool did take effect), save
+    a generator (its body never ran). A tool's own KeyboardInterrupt or SystemExit is that
+    call's failure: in a worker thread neither can be the user's Ctrl-C.
     """
     started = time.monotonic()
     prepared = _prepare(registry, call)
@@ -534,8 +507,7 @@ _PLAIN = (str, int, float, bool, type(None))
 
 
 def _own_copy(arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of a call's input the tool may mutate (the call itself is part of the history):
-    a flat one of plain values needs no deep copy, the usual case."""
+    """A copy of the input: a flat one of plain values (the usual case) needs no deep copy."""
     flat = dict(arguments)
     return flat if all(type(value) in _PLAIN for value in flat.values()) else copy.deepcopy(flat)
 
@@ -559,8 +531,8 @@ class _Running:
         self._claimed.acquire(blocking=False)
 
     def in_thread(self, registry: Tools, workers: Workers | None = None) -> asyncio.Future[ToolOutcome]:
-        """Start the call in a daemon thread (one of `workers`, if given); the returned future
-        (of the running event loop) gets its outcome. A loop that closed meanwhile is not told."""
+        """Start the call on a daemon thread (of `workers`, if given); the returned future, of
+        the running loop, gets its outcome."""
         loop = asyncio.get_running_loop()
         landed: asyncio.Future[ToolOutcome] = loop.create_future()
 
@@ -589,10 +561,8 @@ class _Running:
 
 
 def _copy_outcome(source: Future[ToolOutcome], target: asyncio.Future[ToolOutcome]) -> None:
-    if target.done():
-        return
-    error = source.exception()
-    if error is not None:
-        target.set_exception(error)
-    else:
-        target.set_result(source.result())
+    if not target.done():
+        if (error := source.exception()) is not None:
+            target.set_exception(error)
+        else:
+            target.set_result(source.result())

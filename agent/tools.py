@@ -1,12 +1,10 @@
 """Tools: what a tool is, and the registry that declares an agent's tools in a stable order.
 
-`@tool` turns a callable into a `Tool` (`agent.schema` says which callables can be
-tools, `agent.schema` builds the input model from its type hints and docstring), refusing
-at decoration time anything no call could ever get through. `ToolCall` is one call the
-model asked for, `ToolOutcome` what running it produced, `ServerTool` a tool the API runs
-(declared by its versioned definition, never run here). `ToolRegistry` declares them
-sorted by name: a byte-stable prefix is what prompt caching needs. Running a turn's calls
-is `agent.tool_runs`'s job.
+`@tool` turns a typed callable into a `Tool` (its input model built by `agent.schema`),
+refusing at decoration time anything no call could ever get through. `ToolCall` is one call
+the model asked for, `ToolOutcome` what running it produced (`agent.tool_runs` runs them),
+`ServerTool` a tool the API runs. `ToolRegistry` declares them sorted by name: a byte-stable
+prefix is what prompt caching needs.
 """
 
 from __future__ import annotations
@@ -48,9 +46,8 @@ TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,128}")
 """What the API accepts as a tool name."""
 
 MAX_OUTPUT_CHARS = 1_000_000
-"""Longest text (str or bytes) result kept from one call. A runaway tool that returns
-megabytes must not fill memory, the session file or the artifact store: the middle
-is cut, the head and tail kept. The model sees far less anyway once results are slimmed."""
+"""Longest text (str or bytes) result kept from one call (its middle cut): a runaway tool's
+megabytes must not fill memory, the session file or the artifact store."""
 
 
 @dataclass(frozen=True)
@@ -77,9 +74,8 @@ class Tool:
     """True: declared with `defer_loading: true` (loaded only once a tool search finds it).
     False: never deferred (a tool every step needs). None: a tool search extension decides."""
     idempotent: bool = False
-    """The function takes an `idempotency_key` (`agent.schema.IDEMPOTENCY_KEY`, hidden from the
-    model) and hands it to a backend that acts once per key: a call whose outcome is unknown
-    after a crash may then be run again with the same key, so it takes effect exactly once."""
+    """The function takes an `idempotency_key` (hidden from the model) for a backend that acts
+    once per key, so a call a crash left in doubt can be run again and take effect once."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not TOOL_NAME.fullmatch(self.name):
@@ -98,9 +94,8 @@ class Tool:
 
     @functools.cached_property
     def input_schema(self) -> dict[str, Any]:
-        """The JSON Schema of the tool's input, derived once per tool: a `Tool` is frozen and
-        its input model fixed, so the schema can never go stale (pydantic's schema
-        generation costs more than the rest of a step's bookkeeping)."""
+        """The JSON Schema of the tool's input, derived once: a frozen `Tool`'s schema cannot go
+        stale, and pydantic's schema generation is costly."""
         return json_schema(self.input_model)
 
     @functools.cached_property
@@ -150,7 +145,6 @@ def tool(
     defer: bool | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a tool from a typed function; usable bare (`@tool`) or with options."""
-
     localns = caller_locals()
 
     def build(func: Callable[..., Any]) -> Tool:
@@ -196,9 +190,8 @@ class ToolCall:
 
 @dataclass
 class ToolOutcome:
-    """What running one call produced. `value` is the tool's return before any slimming, made
-    renderable (`agent.render.renderable`: the very object when it is plain data), or the
-    error text."""
+    """What running one call produced. `value` is the tool's return, renderable but not yet
+    slimmed (the very object when it is plain data), or the error text."""
 
     call: ToolCall
     value: Any = None
@@ -228,11 +221,8 @@ def _keep(keep: Iterable[str] | None, name: str) -> tuple[str, ...] | None:
 
 @dataclass(frozen=True)
 class ServerTool:
-    """A tool the API runs, declared by its versioned definition (sent as given).
-
-    `betas` names any `anthropic-beta` header the definition needs; the loop adds them to
-    the request's `betas` (the SDK sends them as the header).
-    """
+    """A tool the API runs, declared by its versioned definition (sent as given). `betas` names
+    any `anthropic-beta` header it needs, which the loop adds to the request."""
 
     definition: Mapping[str, Any]
     betas: tuple[str, ...] = field(default=())
@@ -291,7 +281,6 @@ class ToolRegistry:
         self.max_output_chars = max_output_chars
         self._tools: dict[str, Tool] = {}
         self._server: dict[str, ServerTool] = {}
-        """Tools the API runs: declared, never run here."""
         for item in tools:
             if isinstance(item, ServerTool | Mapping):
                 self.add_server(server_tool(item))

@@ -1,10 +1,9 @@
 """What every model call cost, in tokens and dollars, and a readable line about it.
 
-A prompt is billed in three parts: uncached input, cache writes and cache reads
-(each at its own price), and the three together are the whole prompt. Judging a
-change by `input_tokens` alone once caching is on is the classic mistake, so every
-record carries all three and their sum. A model without a known price gets cost
-`None`: a guessed dollar figure is worse than none.
+A prompt is billed in three parts, each at its own price: uncached input, cache writes and
+cache reads. Judging a change by `input_tokens` alone once caching is on is the classic
+mistake, so every record carries all three and their sum. A model without a known price
+costs `None`: a guessed dollar figure is worse than none.
 """
 
 from __future__ import annotations
@@ -36,8 +35,7 @@ def price_for(model: str, models: ModelTable = MODELS) -> Price | None:
 
 
 def cost_of(usage: Mapping[str, Any], price: Price) -> float:
-    """Dollars for one usage record in the API's shape (`input_tokens`, the cache counters,
-    `cache_creation.ephemeral_1h_input_tokens`, `output_tokens`): each part at its own price."""
+    """Dollars for one usage record in the API's shape, each part at its own price."""
     write = usage.get("cache_creation_input_tokens") or 0
     write_1h = (usage.get("cache_creation") or {}).get("ephemeral_1h_input_tokens") or 0
     dollars: float = (
@@ -66,27 +64,22 @@ class Usage:
     stop_reason: str | None = None
     tools: tuple[str, ...] = ()
     cache_write_1h: int = 0
-    """The part of `cache_write` written with the 1-hour TTL (priced 2x, not 1.25x)."""
+    """The part of `cache_write` with the 1-hour TTL (priced 2x, not 1.25x)."""
     purpose: str = "step"
-    """Why the call was made: "step" (the loop), "summary" (a compaction's summarizer), or
-    "failed_attempt" (an attempt that failed after the server may have billed it; estimated)."""
+    """Why the call was made: "step" (the loop), "summary" (compaction) or "failed_attempt"."""
     thinking_dropped: int = 0
-    """Thinking blocks the API dropped from this request (`input_transformations`, under
-    `prefix_mismatch_behavior="drop_block"`): reasoning that no longer reached the model."""
+    """Thinking blocks the API dropped (`input_transformations`): reasoning the model never saw."""
     web_searches: int = 0
-    """Searches the API ran for this call (`usage.server_tool_use`), each billed a fee."""
     web_fetches: int = 0
     server_tool_fees_usd: float = 0.0
-    """The per-use fees in `cost_usd` (`agent.models`): what the server tools cost beyond tokens."""
+    """The part of `cost_usd` that server tools cost beyond tokens."""
 
     @property
     def prompt(self) -> int:
-        """The whole prompt: uncached + cache read + cache write."""
         return self.uncached + self.cache_read + self.cache_write
 
     @property
     def hit_ratio(self) -> float:
-        """This call's share of prompt tokens read from the cache."""
         return self.cache_read / self.prompt if self.prompt else 0.0
 
     @classmethod
@@ -142,8 +135,7 @@ class Usage:
 
     def line(self, run_hit_ratio: float | None = None) -> str:
         """`[step 2] prompt=3,412 (read=2,980 write=0 uncached=432) out=120 $0.0031 step_hit=87%`,
-        then `run_hit=60%` (the share over the whole run so far) when it is given: the two
-        are labelled apart because a running total read as a per-step figure misleads."""
+        then `run_hit=60%` when given: labelled apart, as a run total read as a step's misleads."""
         cost = "$?" if self.cost_usd is None else f"${self.cost_usd:.4f}"
         text = (
             f"[step {self.step}] prompt={self.prompt:,} (read={self.cache_read:,} "
@@ -171,10 +163,9 @@ class Usage:
 
 
 class _Totals:
-    """Running sums over a run's records, brought up to date by folding in only the records
-    added since the last read. Appends are the normal case (`RunUsage.add`, or a caller's own
-    `steps.append`); a list replaced, shortened or rewritten at its newest counted record is
-    summed again from the start, so a total is never stale."""
+    """Running sums over a run's records, folding in only those added since the last read. A
+    list replaced, shortened or rewritten at its newest counted record is summed again from
+    the start, so a total is never stale."""
 
     def __init__(self) -> None:
         self.reset(None)
@@ -186,7 +177,6 @@ class _Totals:
         self.uncached = self.cache_read = self.cache_write = self.output = self.prompt = 0
         self.largest_prompt = 0
         self.cost = 0.0
-        """Dollars of the priced records (an unpriced one adds nothing)."""
         self.unpriced = 0
 
     def sync(self, steps: list[Usage]) -> _Totals:
@@ -272,7 +262,6 @@ class RunUsage:
 
     @property
     def cache_hit_ratio(self) -> float:
-        """Share of all prompt tokens that were read from the cache."""
         totals = self.totals
         return totals.cache_read / totals.prompt if totals.prompt else 0.0
 
@@ -291,8 +280,7 @@ class RunUsage:
 
 def _undeclared(message: Any, key: str) -> Any:
     """A response field the SDK's types may not declare yet: a declared field, else pydantic's
-    extras. (`getattr` on a pydantic model misses through a raised AttributeError: some µs,
-    every step.) Objects that are not pydantic models are simply asked."""
+    extras (read directly: `getattr` misses slowly, through a raised AttributeError)."""
     if not hasattr(message, "__pydantic_extra__"):
         return getattr(message, key, None)
     declared = message.__dict__.get(key)

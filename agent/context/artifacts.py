@@ -1,33 +1,18 @@
 """Full tool results kept on disk, so whatever the context leaves out stays one read away.
 
-Cutting a tool result is only safe if the cut part can be had back. Every non-trivial
-result is therefore written here in full, and the text the model reads carries a
-short pointer to it:
+Cutting a tool result is only safe if the cut part can be had back. So every non-trivial
+result is stored in full, and the text the model reads carries a plain, greppable pointer
+(`marker` builds it, `find_pointer` finds it, the `read_artifact` tool reads it back):
 
     artifact:search_orders-1f0c9a7e42b1.json
 
-The pointer is plain text (the history stays wire-clean) and greppable:
-`find_pointer(text)` returns the name, `marker(name)` builds it. The `read_artifact`
-tool (`tools/read_artifact.py`) turns a name back into a slice of the result.
-
-Names are the sanitized tool name plus a hash of the content, so the same output is
-stored once and a name can never point at different bytes. What is written goes
-through the project's secret policy first (`agent.render.redact`): an API key a tool
-echoed is not kept in clear. A run's artifacts are appended to one file, its pack, one
-write each, and indexed after they are whole (`agent.context.packs`: a file per result
-cost a create and a rename a step); each artifact has a size cap, each run folder a total
-cap, and reads have a byte cap.
-
-Safety lives in `run_folders.py`: a live run holds a lease on its folder, so cleanup of
-old runs (beyond `keep_runs`, older than `min_age_s`, lease free) never deletes a run in
-progress; and files are opened with `O_NOFOLLOW` relative to a folder descriptor, then
-checked on the open inode (regular, one link, same device), so neither a symlink swap
-nor a hard link from outside the store is ever read. Close the store (or let it be
-collected) when the run ends, to release its lease.
-
-The index maps each `tool_use_id` to its artifact, and each artifact to its place in the
-pack; it is appended to a JSONL file in the run folder, so `name_for(tool_use_id)` and
-`read` also work after a resume.
+A name is the tool name plus a hash of the content: the same output is stored once, and a
+name can never point at different bytes. What is written is redacted first. A run appends
+its artifacts to one pack (`agent.context.packs`), indexed by `tool_use_id` in a JSONL file
+once whole, so lookups survive a resume; sizes are capped. Safety lives in `run_folders.py`:
+a live run's lease keeps cleanup off it, and files are opened relative to a folder
+descriptor and checked on the open inode, so neither a symlink swap nor a hard link from
+outside is ever read. Close the store when the run ends, to release its lease.
 """
 
 from __future__ import annotations
@@ -106,8 +91,8 @@ def is_artifact_name(name: str) -> bool:
 
 
 def artifact_name(tool_name: str, text: str, *, is_json: bool) -> str:
-    """`<sanitized tool name>-<12 hex of sha256(text)>.<json|txt>`, pure and deterministic; the
-    hash is of the bytes as stored (UTF-8, a lone surrogate replaced), so a read can check them."""
+    """`<sanitized tool name>-<12 hex of sha256(text)>.<json|txt>`; the hash is of the bytes as
+    stored (UTF-8, a lone surrogate replaced), so a read can check them."""
     safe = re.sub(r"[^A-Za-z0-9_-]", "_", tool_name or "result")[:40] or "result"
     digest = hashlib.sha256(text.encode("utf-8", errors="replace")).hexdigest()[:12]
     return f"{safe}-{digest}.{'json' if is_json else 'txt'}"
@@ -124,17 +109,13 @@ def check_name(name: str) -> None:
 
 
 def folder_bytes(dir_fd: int) -> int:
-    """Bytes in the folder's files (its pack, its index, an older run's files). A file removed
-    between the listing and the `stat` (an older version's temp file renamed away) counts as
-    nothing."""
+    """Bytes in the folder's files; one removed between the listing and the `stat` counts nothing."""
     total = 0
     with os.scandir(dir_fd) as entries:
         for entry in entries:
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 if entry.is_file(follow_symlinks=False):
                     total += entry.stat(follow_symlinks=False).st_size
-            except FileNotFoundError:
-                continue
     return total
 
 
@@ -143,12 +124,9 @@ def _decode(data: bytes) -> str:
 
 
 def read_artifact_text(root: str | Path, name: str, *, max_bytes: int = MAX_READ_BYTES) -> tuple[str, int]:
-    """The text of artifact `name` (its first `max_bytes`) and the file's whole size in bytes.
-
-    Searches every run folder under `root`, newest first (content-hash names: any folder
-    holding the name holds the same bytes). Refuses (`Refused`, a ValueError) a symlink, a
-    file with more than one link, anything not a regular file or on another device.
-    """
+    """The text of artifact `name` (its first `max_bytes`) and its whole size in bytes, from the
+    newest run folder under `root` holding it. `Refused` (a ValueError) for a symlink, a file
+    with more than one link, anything not a regular file or on another device."""
     check_name(name)
     data, size = read_opened(find_in_runs(root, name), max_bytes)
     return _decode(data), size
@@ -156,11 +134,8 @@ def read_artifact_text(root: str | Path, name: str, *, max_bytes: int = MAX_READ
 
 def resolve_artifact(root: str | Path, name: str) -> Path:
     """The path of the file holding artifact `name` (its own file, or its run's pack), checked
-    as `read_artifact_text` checks it.
-
-    Only for showing where it is: opening the path again by name would reopen the race
-    the checks close. Read with `read_artifact_text` or `ArtifactStore.read`.
-    """
+    as `read_artifact_text` checks it. Only for showing: opening it again by name would reopen
+    the race the checks close."""
     check_name(name)
     found = find_in_runs(root, name)
     os.close(found.fd)
@@ -180,12 +155,10 @@ def _close_quietly(fd: int) -> None:
         os.close(fd)
 
 
-_INDEX_JSON = json.JSONEncoder(ensure_ascii=False)
-"""One encoder for every index line (`json.dumps` with options makes one a call)."""
+_INDEX_JSON = json.JSONEncoder(ensure_ascii=False)  # made once, not per line
 
 TOUCH_EVERY_S = 1.0
-"""A run marks its folder as used at most this often (cleanup spares folders used within the
-hour: one `utime` a second is plenty, one a result is a system call a step)."""
+"""A run marks its folder as used at most this often (cleanup spares folders used within the hour)."""
 
 
 class ArtifactStore:
@@ -244,12 +217,9 @@ class ArtifactStore:
     ) -> None:
         self.close()
 
-    # -- writing --------------------------------------------------------------------
-
     def fit(self, text: str) -> str:
-        """`text` as this store keeps it: whole, or cut to fit `max_bytes` with a note saying so.
-        Name an artifact after this (`fit` of it is itself), so that its name hashes the very
-        bytes a read gets back, and a read can check them."""
+        """`text` whole, or cut to fit `max_bytes` with a note saying so. Name an artifact after
+        this (`fit` of it is itself), so its name hashes the very bytes a read gets back."""
         data = text.encode("utf-8", errors="replace")
         if len(data) <= self.max_bytes:
             return text
@@ -259,9 +229,9 @@ class ArtifactStore:
         return kept + note.format(len(kept.encode()))
 
     def put(self, name: str, text: str, *, tool_use_id: str | None = None, redacted: bool = False) -> bool:
-        """Store `text` (secrets redacted, unless the caller says it has `redacted` it) as `name`,
-        idempotently, and index it; False if a cap refused it. Raises OSError when the disk does
-        (full, read-only): no index line then points at what was half-written."""
+        """Store `text` (redacted, unless the caller already did) as `name`, idempotently, and
+        index it; False if a cap refused it. OSError when the disk fails: no index line then
+        points at what was half-written."""
         check_name(name)
         data = self.fit(text if redacted else redact(text)).encode("utf-8", errors="replace")
         with self._lock:
@@ -324,9 +294,8 @@ class ArtifactStore:
 
     @staticmethod
     def _write_file(fd: int, data: bytes) -> None:
-        """Append all of `data` to `fd` in one write, so that another writer of the same folder
-        cannot land between two halves of it (the one place bytes hit the disk: a full disk
-        raises here, and so does a short write, which only a full disk makes)."""
+        """Append all of `data` in one write, so another writer of the folder cannot land between
+        two halves of it; a short write (only a full disk makes one) raises."""
         written = os.write(fd, data)
         if written != len(data):
             raise OSError(errno.ENOSPC, f"short write: {written:,} of {len(data):,} bytes")
@@ -356,8 +325,6 @@ class ArtifactStore:
             self._release_index()
         self._index_fd = self._release_index = None
 
-    # -- reading --------------------------------------------------------------------
-
     def name_for(self, tool_use_id: str) -> str | None:
         """The artifact holding the full result of `tool_use_id`, if one was stored."""
         with self._lock:
@@ -368,9 +335,8 @@ class ArtifactStore:
         return self.read_sized(name, max_bytes=max_bytes)[0]
 
     def read_sized(self, name: str, *, max_bytes: int = MAX_READ_BYTES) -> tuple[str, int]:
-        """`read`, with the artifact's whole size in bytes. This run's own folder is read
-        through the descriptor its lease holds, so a store moved, or swapped for a link,
-        while the run goes on still gives back what the run wrote."""
+        """`read`, with the whole size in bytes. The run's own folder is read through its lease's
+        descriptor, so a store moved or swapped for a link mid-run still gives back what it wrote."""
         check_name(name)
         with self._lock:
             self._load_index()

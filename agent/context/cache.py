@@ -138,7 +138,10 @@ class PrefixGuard:
     """(step, reasons) for every step whose prefix differed from the step before."""
     warnings: list[str] = field(default_factory=list)
 
-    def observe(self, request: Mapping[str, Any], usage: Usage) -> None:
+    def observe(self, request: Mapping[str, Any], usage: Usage, *, reported: bool = True) -> None:
+        """Log what changed since the previous request; warn on a miss nothing explains.
+        `reported`: the server gave cache counts at all (a scripted model gives none, and a
+        read of 0 from it says nothing about caching)."""
         reasons = prefix_changes(self.previous, request) if self.previous is not None else []
         rewrites_in_a_row = (
             self._history_only(reasons) and bool(self.changes) and (self.changes[-1][0] == usage.step - 1)
@@ -148,7 +151,8 @@ class PrefixGuard:
             log.info("[step %d] cache prefix changed: %s", usage.step, ", ".join(reasons))
         cacheable = self.previous_prompt
         minimum = min_cacheable_tokens(usage.model)
-        if usage.step >= 2 and usage.cache_read == 0 and cacheable >= minimum and count_breakpoints(request):
+        missed = reported and usage.step >= 2 and usage.cache_read == 0
+        if missed and cacheable >= minimum and count_breakpoints(request):
             why = (
                 ", ".join(reasons) or "no change in the prefix: is the server caching, or did the TTL expire?"
             )

@@ -1,29 +1,19 @@
 """Pair-safe compaction: when the request nears the budget, fold the head into a summary.
 
-Pruning slows the growth of the history; it cannot stop it. When the estimated
-request passes `max_context_tokens` (less a safety margin, because the estimate is
-an estimate), the oldest part of the history, the *head*, is replaced by one user
-message holding a summary, and the recent *tail* is kept verbatim.
+Pruning slows the growth of the history; it cannot stop it. Past `max_context_tokens`
+(less a margin: the estimate is an estimate) the oldest messages, the *head*, become one
+user message holding a summary, and the recent *tail* stays verbatim. Each rule prevents
+a 400 or a lost fact:
 
-The rules, each one a 400 or a lost fact somewhere else:
-
-* **The boundary never splits a pair.** The tail starts at an assistant message
-  whose previous message is a user message, so every `tool_result` in the tail
-  answers a `tool_use` that is also in the tail, and the summary (a user message)
-  is followed by an assistant message: roles still alternate.
-* **Never with a question pending.** A history ending in an unanswered `tool_use`
-  is left alone.
-* **The summarizer gets no tools.** Handed tools, a model may answer with a tool
-  call and an empty summary. It gets a plain-text transcript instead of wire
-  messages, so the head's pairs cannot make its own request invalid either.
-* **What must not be lost is not left to the model.** The original request and the
-  result of every irreversible tool call in the head are copied into the summary
-  message by the framework, verbatim; the model's summary comes after them.
-* **A failed summary costs tokens, never the run.** An exception or an empty answer
-  falls back to aggressive pruning, and says so in the log.
-
-A compacted history starts with the summary message, so the next compaction finds
-the original request and the carried actions there and carries them on again.
+* The boundary never splits a pair: the tail starts at an assistant message after a user
+  message, so every tail `tool_result` answers a tail `tool_use` and roles still alternate.
+* Never with a `tool_use` pending.
+* The summarizer gets no tools (it might answer with a call and no summary) and reads a
+  plain-text transcript, so the head's pairs cannot make its request invalid.
+* The original request and every irreversible result in the head are copied into the
+  summary verbatim by the framework, not left to the model; the next compaction finds
+  them there and carries them on.
+* A failed summary costs tokens, never the run: it falls back to aggressive pruning.
 """
 
 from __future__ import annotations
@@ -92,9 +82,6 @@ class Compaction:
     """How many messages of the old history the summary replaced."""
 
 
-# -- where to cut ----------------------------------------------------------------------
-
-
 def pending_tool_use(messages: Sequence[Msg]) -> bool:
     """True when the history ends in an assistant turn whose tool calls have no results yet."""
     return (
@@ -107,12 +94,9 @@ def pending_tool_use(messages: Sequence[Msg]) -> bool:
 def choose_boundary(messages: Sequence[Msg], tail_budget: int, size: Callable[[Msg], int]) -> int | None:
     """Index where the verbatim tail starts, or None when no safe cut folds anything.
 
-    Safe cuts are assistant messages right after a user message (index >= 2, so the
-    head holds more than the request). The earliest safe cut whose tail fits
-    `tail_budget` wins; when none fits, the latest safe cut (the smallest tail). A cut
-    between a server tool's call and its result (a call left in flight while the client's
-    tools ran, answered in the next turn) is not safe: the tail would hold a result
-    without its call.
+    Safe cuts are assistant messages right after a user message, from index 2 (the head holds
+    more than the request), and not between a server tool's call and its result in a later
+    message. The earliest whose tail fits `tail_budget` wins, else the latest (smallest tail).
     """
     split = _server_pair_spans(messages)
     cuts = [
@@ -125,14 +109,12 @@ def choose_boundary(messages: Sequence[Msg], tail_budget: int, size: Callable[[M
     if not cuts:
         return None
     sizes = [size(m) for m in messages]
-    for cut in cuts:
-        if sum(sizes[cut:]) <= tail_budget:
-            return cut
-    return cuts[-1]
+    return next((cut for cut in cuts if sum(sizes[cut:]) <= tail_budget), cuts[-1])
 
 
 def _server_pair_spans(messages: Sequence[Msg]) -> list[tuple[int, int]]:
-    """(message of a server call, message of its result) for pairs in different messages."""
+    """(message of a server call, message of its result) for pairs in different messages (a
+    call left in flight while the client's tools ran)."""
     called: dict[Any, int] = {}
     spans = []
     for index, message in enumerate(messages):
@@ -142,9 +124,6 @@ def _server_pair_spans(messages: Sequence[Msg]) -> list[tuple[int, int]]:
             elif is_server_result(block) and called.get(block.get("tool_use_id"), index) < index:
                 spans.append((called[block.get("tool_use_id")], index))
     return spans
-
-
-# -- what the summary must keep --------------------------------------------------------
 
 
 def _texts(message: Msg) -> list[str]:
@@ -204,9 +183,6 @@ def summary_message(request: str, actions: Sequence[str], summary: str) -> Msg:
     return {"role": "user", "content": content}
 
 
-# -- the summarizer call ---------------------------------------------------------------
-
-
 def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else f"{text[:limit]}… [{len(text) - limit:,} more chars]"
 
@@ -242,23 +218,16 @@ def summary_request(
 ) -> dict[str, Any]:
     """A tool-less Messages API request asking for the handover note of `text` (with
     `thinking_off`, it asks the model not to think: a summary needs no reasoning budget)."""
+    content = [{"type": "text", "text": f"<transcript>\n{text}\n</transcript>\n\n{prompt}"}]
     request: dict[str, Any] = {
         "model": model,
         "max_tokens": max_tokens,
         "system": SUMMARIZER_SYSTEM,
-        "messages": [
-            {
-                "role": "user",
-                "content": [{"type": "text", "text": f"<transcript>\n{text}\n</transcript>\n\n{prompt}"}],
-            }
-        ],
+        "messages": [{"role": "user", "content": content}],
     }
     if thinking_off:
         request["thinking"] = {"type": "disabled"}
     return request
-
-
-# -- putting it together ---------------------------------------------------------------
 
 
 def compact(
@@ -274,12 +243,9 @@ def compact(
 ) -> Compaction:
     """Fold the head of `messages` into a summary message; a new list, the input untouched.
 
-    `request` is the task the summary must quote verbatim; by default the history's first
-    request (a run continuing an earlier conversation passes its own prompt instead).
-
-    `summarize(transcript) -> text` is the tool-less model call; if it raises or
-    returns nothing, the history is pruned hard instead (every result but the
-    newest turn's becomes a stub) and the outcome says "fallback".
+    `request` is the task the summary quotes (by default the history's first request). If
+    `summarize` raises or returns nothing, every result but the newest turn's becomes a stub
+    instead, and the outcome says "fallback".
     """
     if pending_tool_use(messages):
         return Compaction(list(messages), "skipped", "a tool_use is still waiting for its result")
@@ -320,12 +286,10 @@ def fit_context(
 ) -> Compaction:
     """Keep the request under `limit * (1 - margin)` tokens, as `measure` counts them.
 
-    Over the line, the cheapest fix comes first: pruning everything prunable now,
-    without waiting for a full batch (the prefix is about to move anyway), if that
-    alone brings the request down to `TAIL_SHARE` of the line. Anything less would
-    rewrite the cached prefix again a step later: one rewrite should buy many steps
-    of cache reads. Otherwise the head is summarized, and the tail gets `TAIL_SHARE`
-    of the budget, less the fixed part of the request (system and tools, `measure([])`).
+    Over the line, pruning everything prunable now (the prefix is about to move anyway) is
+    enough if it brings the request down to `TAIL_SHARE` of the line: less would rewrite the
+    cached prefix again a step later. Otherwise the head is summarized, and the tail gets
+    `TAIL_SHARE` of the budget less the fixed part of the request (`measure([])`).
     """
     trigger = int(limit * (1 - margin))
     if limit <= 0 or measure(messages) <= trigger:

@@ -6,16 +6,11 @@
         keep=[...]     -> whitelist (slim.py); if it is still long, compressed
         otherwise      -> unchanged under `compress_threshold`, else compressed (compress.py)
 
-`render` is the pure core: value, policy and pointer in, text out. `render_outcome`
-is the loop's hook (`Agent.render_result` calls it): it picks the policy for the
-tool, stores the full result of every non-trivial call (not only the cut ones, so
-keep-recent pruning can later replace an old result with a stub that still points
-at it), then renders. What is stored goes through the secret policy
-(`agent.render.redact`) first. A store that fails (disk full, size cap) only means no
-pointer: the run never breaks over an artifact.
-
-The text the model reads is plain; the only trace of the store in it is the
-`artifact:<name>` pointer inside a cut note (see `artifacts.find_pointer`).
+`render` is the pure core. `render_outcome`, the loop's hook, stores the full result of
+every non-trivial call, not only the cut ones, so keep-recent pruning can later replace an
+old result with a stub that still points at it. What is stored is redacted first, and a
+store that fails only means no pointer: the run never breaks over an artifact. The only
+trace of the store in what the model reads is the `artifact:<name>` pointer in a cut note.
 """
 
 from __future__ import annotations
@@ -76,8 +71,8 @@ class DietPolicy:
 
 
 def dump_full(value: Any) -> tuple[str, bool]:
-    """The whole `value` as text, and whether that text is JSON (`compressors.jsonish.dump_full`,
-    which is loaded only for a value plain `json.dumps` refuses: NaN, a cycle, great depth)."""
+    """The whole `value` as text, and whether that text is JSON (`compressors.jsonish` is loaded
+    only for a value plain `json.dumps` refuses: NaN, a cycle, great depth)."""
     if isinstance(value, str):
         return value, False
     if not isinstance(value, (bytes, bytearray, memoryview)):
@@ -133,12 +128,10 @@ def render(
             text = _json(slimmed) if slimmed is not None else None
         except (ValueError, TypeError, RecursionError):
             slimmed, text = None, None
+        if text is not None and len(text) <= policy.threshold:
+            return text
         if text is not None:
-            return (
-                text
-                if len(text) <= policy.threshold
-                else _compress(slimmed, policy.threshold, pointer=pointer)
-            )
+            return _compress(slimmed, policy.threshold, pointer=pointer)
     if len(full) <= policy.threshold:
         return full
     return _compress(
@@ -147,8 +140,7 @@ def render(
 
 
 def store_full(outcome: ToolOutcome, full: str, is_json: bool, store: ArtifactStore | None) -> str | None:
-    """Keep `full` as an artifact (what is stored goes through `agent.render.redact` first);
-    its name, or None. A store that fails (disk full, size cap) only means no pointer."""
+    """Keep `full`, redacted, as an artifact; its name, or None when the store fails or refuses."""
     if store is None:
         return None
     from agent.context.artifacts import artifact_name
@@ -175,9 +167,8 @@ def render_outcome(
 
 
 def register_read_artifact(registry: ToolRegistry, artifacts_dir: Any) -> None:
-    """Give the model `read_artifact` when artifacts are on. The name is reserved then: every
-    cut note points the model at it, so a declared tool that took it (an MCP server's, say)
-    would be handed the run's artifact names and answer in the framework's place."""
+    """Give the model `read_artifact` when artifacts are on. The name is then reserved: a declared
+    tool that took it would be handed the artifact names of every cut note."""
     if artifacts_dir is None:
         return
     if "read_artifact" in registry:

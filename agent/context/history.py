@@ -1,27 +1,16 @@
 """The history policy of one step: prune, then compact if still too big, then note memory.
 
-Each piece is a pure function in its own module (`prune`, `compact`, `thinking`,
-`memory`); `shrink` strings them together from a `HistoryPolicy` and three functions
-the caller hands in (how to measure a request, how to size one message, how to
-summarise a transcript). It never sees the `Agent`.
+Each piece is a pure function in its own module; `shrink` strings them together from a
+`HistoryPolicy` and the caller's functions (measure a request, summarise a transcript),
+and never sees the `Agent`. A summary cut off by `max_tokens` is refused (`SummaryCutOff`:
+compaction falls back to pruning): half a handover note reads as a whole one. On models
+that bind thinking to its prefix, the strategy (`agent.context.thinking`) decides when
+pruning may run and strips the thinking blocks a rewrite invalidated.
 
-The summarizer's call is a real model call (`agent.accounting.summarizer`): budget-checked
-first, its usage recorded with `purpose="summary"`. A summary cut off by `max_tokens` is
-refused (`SummaryCutOff`: the compaction falls back to pruning): half a handover note
-reads as a whole one.
-
-On models that bind thinking to its prefix, the strategy (`agent.context.thinking`)
-decides when pruning may run ("append_only": only with a compaction) and removes the
-thinking blocks a rewrite has invalidated, so no request fails its prefix check.
-
-What the history policy changed this step, as `on_event` events: nothing silent.
-
-Pruning and compaction rewrite the history the model reads; a developer who cannot
-see them cannot tell a cheap run from a forgetful one. So each change becomes one
-event: which results became stubs (newly, this step: the history kept in the run
-state is already the pruned one), the summary a compaction wrote, how many messages
-it folded, and the history's estimated tokens before and after. The estimates use
-the run's calibration, as the budgets do. Nothing here runs without a callback.
+Nothing changes silently: a developer who cannot see pruning and compaction cannot tell a
+cheap run from a forgetful one. So each change is one `on_event` event: the results newly
+stubbed this step, or the summary and how many messages it folded, with the history's
+estimated tokens (by the run's calibration) before and after.
 """
 
 from __future__ import annotations
@@ -54,12 +43,8 @@ Estimate = Callable[[Sequence[Msg]], int]
 
 def newly_pruned(before: Sequence[Msg], after: Sequence[Msg]) -> tuple[str, ...]:
     """Each tool result that is a stub in `after` but was not in `before`, as its call
-    (`fetch_orders(page=3)`, as the stub names it).
-
-    Pruning keeps message positions and returns untouched messages as they were, so a
-    message compared by identity first costs nothing when nothing changed; the calls' names
-    are looked up only once a new stub is found, in pruning's incremental map (each message
-    read once per run), not by reading the whole history every step."""
+    (`fetch_orders(page=3)`). Pruning keeps positions and returns untouched messages as they
+    were, so messages are compared by identity and names looked up only once a stub is new."""
     if type(before) is list and type(after) is list and shared_length(before, after) == len(before):
         return ()  # the common step: nothing changed (list comparisons, in C)
     names: Mapping[str, tuple[str, Mapping[str, Any]]] | None = None
@@ -162,9 +147,8 @@ def shrink(
     store: ArtifactStore | None,
     prompt: str = "",
 ) -> list[Msg]:
-    """The history to send at `step`, as a new list (`sent`, the history so far, is not
-    edited). `measure` sizes the request a candidate history would make; `summarize` writes
-    a compaction summary of a transcript; `prompt` is the run's request, quoted by it."""
+    """The history to send at `step`, as a new list (`sent` is not edited). `measure` sizes the
+    request a candidate history would make; `prompt` is the run's request, quoted by a summary."""
     pointer = artifact_pointers(store)
     protected = policy.protected.__contains__
     messages = list(sent)

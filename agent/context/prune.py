@@ -1,34 +1,19 @@
 """Keep-recent pruning: old tool results shrink to one line, the conversation keeps its shape.
 
-By the tenth step, the full output of the second step's search is rarely needed:
-the model already read it and said what it concluded. So the contents of
-`tool_result` blocks older than the newest `keep_recent` tool-result turns are
-replaced by a stub such as
+By the tenth step the model has long read the second step's search and drawn its
+conclusion, so `tool_result` contents older than the newest `keep_recent` result turns
+become a stub such as
 
     [pruned: search_orders(customer_id="u_88213") returned 7,412 chars; full result: artifact ...]
 
-What stays, and why:
+Only the *content* is replaced (a `tool_use` whose `tool_result` vanished is a 400), and
+the stub names the call and the artifact holding the full result. Kept verbatim: the first
+message, results shorter than their stub, and `never_prune`/`irreversible` results
+(forgetting that a refund was made is how it gets made twice).
 
-* the blocks themselves: a `tool_use` whose `tool_result` vanished is a 400, so only
-  the *content* is replaced and every pair stays valid;
-* the tool name and its key arguments, so the model knows what it looked at, and the
-  artifact pointer (when the diet stored the full result), so it can read it again;
-* results of `never_prune` and `irreversible` tools, verbatim: forgetting that a
-  refund was already made is how a refund gets made twice;
-* the first message (the user's request, or a compaction summary);
-* results already smaller than their stub.
-
-Pruning rewrites history, which moves the cached prefix: everything after the first
-changed block is read at full price again. So it runs in batches: nothing happens
-until at least `batch` turns are prunable, then all of them are pruned at once
-(the hysteresis of the server's `clear_at_least`). Between batches the prefix is
-byte-stable and cache reads keep flowing.
-
-`prune` is a pure function: a new list out, the input untouched, and pruning a
-pruned history changes nothing (stubs are recognised and left alone). It reads the
-history it is given every time and remembers nothing between calls, so a history
-edited in place is pruned as it now is. Which tools are protected is the caller's
-business (`protected`, a predicate over tool names: e.g. `frozenset.__contains__`).
+Pruning moves the cached prefix, so it runs in batches: nothing until at least `batch`
+turns are prunable, then all at once; between batches the prefix stays byte-stable.
+`prune` is pure and idempotent (stubs are recognised) and remembers nothing between calls.
 """
 
 from __future__ import annotations
@@ -59,8 +44,7 @@ MAX_ARGS = 4
 MAX_ARG_CHARS = 40
 MAX_ERROR_CHARS = 80
 SHORTEST_STUB = len(f"{STUB_PREFIX}() returned 0 chars; full result: x]")
-"""No stub is shorter (an empty tool name, a one-character pointer): a result this short or
-shorter is never pruned, and its stub is not written to find that out."""
+"""No stub is shorter: a result this short is never pruned, without writing its stub to check."""
 
 Protected = Callable[[str], bool]
 PointerFor = Callable[[str], "str | None"]
@@ -77,7 +61,6 @@ def _nothing(tool_use_id: str) -> str | None:
 
 def artifact_pointers(store: ArtifactStore | None) -> PointerFor:
     """tool_use_id -> `artifact:<name>` for results the run's artifact store holds."""
-
     if store is None:
         return _nothing
 
@@ -95,7 +78,6 @@ def is_stub(content: Any) -> bool:
 
 
 def _result_blocks(message: Msg) -> list[dict[str, Any]]:
-    """The `tool_result` blocks of a user message (none for any other message)."""
     if message.get("role") != "user":
         return []
     return [b for b in blocks(message) if b.get("type") == "tool_result"]
@@ -106,12 +88,9 @@ def _holds_stub(message: Msg) -> bool:
 
 
 def _holds_whole_result(message: Msg) -> bool:
-    """Whether a user message holds a `tool_result` that is not a stub (asked of every old
-    message at every step, so its blocks are read in place, not copied)."""
-    if message.get("role") != "user":
-        return False
+    """Asked of every old message at every step, so its blocks are read in place, not copied."""
     content = message.get("content", [])
-    if isinstance(content, str):
+    if message.get("role") != "user" or isinstance(content, str):
         return False
     for b in content:
         if b.get("type") == "tool_result":
@@ -127,17 +106,15 @@ def tool_result_turns(messages: Sequence[Msg]) -> list[int]:
 
 
 def newest_stubbed_turn(messages: Sequence[Msg]) -> int | None:
-    """Index of the newest user turn holding a pruned stub (the pruning frontier), or None."""
+    """Index of the newest turn holding a stub (the pruning frontier), or None."""
     return next((i for i in reversed(range(len(messages))) if _holds_stub(messages[i])), None)
 
 
 def _names_by_id(messages: Sequence[Msg]) -> dict[str, tuple[str, dict[str, Any]]]:
-    """Every `tool_use` id of the history -> (tool name, input): `tool_names_by_id`."""
     return tool_names_by_id(messages)
 
 
-_SORTED_JSON = json.JSONEncoder(ensure_ascii=False, default=str, sort_keys=True)
-"""One encoder for every argument shown (`json.dumps` with options makes a new one each call)."""
+_SORTED_JSON = json.JSONEncoder(ensure_ascii=False, default=str, sort_keys=True)  # made once, not per call
 
 
 def _short(value: Any) -> str:
@@ -161,10 +138,7 @@ def stub_for(block: Mapping[str, Any], name: str, arguments: Mapping[str, Any], 
     if block.get("is_error"):
         first = text.strip().splitlines()[0] if text.strip() else ""
         line += f": {first[:MAX_ERROR_CHARS]}"
-    if pointer:
-        line += f"; full result: {pointer}"
-    else:
-        line += "; call again if you need it"
+    line += f"; full result: {pointer}" if pointer else "; call again if you need it"
     return line + "]"
 
 
@@ -190,8 +164,7 @@ def _prunable(
 
 
 def _old_open_turns(messages: Sequence[Msg], keep_recent: int) -> list[int]:
-    """Turns beyond the newest `keep_recent` result turns that still hold a whole result (a
-    `tool_result` that is not a stub): the only ones pruning may have to rewrite."""
+    """Turns older than the newest `keep_recent` result turns that still hold a non-stub result."""
     if keep_recent <= 0:
         return []
     newest = (i for i in reversed(range(len(messages))) if _result_blocks(messages[i]))
@@ -199,11 +172,11 @@ def _old_open_turns(messages: Sequence[Msg], keep_recent: int) -> list[int]:
     if len(kept) < keep_recent:
         return []
     whole = _holds_whole_result
-    return [i for i in range(1, kept[-1]) if whole(messages[i])]  # before the oldest kept
+    return [i for i in range(1, kept[-1]) if whole(messages[i])]
 
 
 def _rewritten(message: Msg, names: Names, protected: Protected, pointer_for: PointerFor) -> Msg | None:
-    """`message` with its prunable results as stubs, or None when none of them is prunable."""
+    """`message` with its prunable results as stubs, or None when none is prunable."""
     found = blocks(message)
     stubs = [_prunable(b, names, protected, pointer_for) for b in found]
     if all(stub is None for stub in stubs):
@@ -215,8 +188,7 @@ def _rewritten(message: Msg, names: Names, protected: Protected, pointer_for: Po
 def _rewrites(
     messages: Sequence[Msg], keep_recent: int, protected: Protected, pointer_for: PointerFor, batch: int
 ) -> dict[int, Msg]:
-    """index -> its pruned message, for every old turn holding a prunable result (none at all
-    when fewer than `batch` old turns hold a whole result: then none is read)."""
+    """index -> pruned message; nothing is read when fewer than `batch` turns are candidates."""
     candidates = _old_open_turns(messages, keep_recent)
     if len(candidates) < max(1, batch):
         return {}
@@ -252,7 +224,7 @@ def prune(
         protected: tool name -> True for results never to prune (never_prune, irreversible).
         pointer_for: tool_use_id -> where the full result can be read back, if stored.
     """
-    pruned = list(messages)  # untouched messages stay the very same dicts; only targets are rebuilt
+    pruned = list(messages)  # untouched messages stay the same dicts (`is` comparisons downstream)
     targets = _rewrites(messages, keep_recent, protected, pointer_for, batch)
     if len(targets) < max(1, batch):
         return pruned

@@ -1,26 +1,18 @@
 """Run folders of the artifact store: who may delete one, and how an artifact in one is opened.
 
-Two things went wrong when this was done with paths and folder ages alone:
+**Cleanup must never delete a live run** (many runs may share one `artifacts_dir`). A live
+run holds a *lease*: a shared `flock` on its folder's descriptor, taken before the folder
+is marked as ours (with an index) and held until the store closes or the process dies. A
+folder is deleted only if it is beyond the newest `keep`, its lease is free, and it is
+older than `min_age_s` (mtime, refreshed on writes). Cleanup takes the lease exclusively
+without waiting, renames the folder to `.trash-*` under that lock, then deletes it. Where
+`flock` is refused cleanup deletes nothing; without `fcntl` (Windows) only the age protects.
 
-**Cleanup deleted live runs.** Each run folder used to be deleted as soon as `keep_runs`
-newer folders existed, so 200 runs sharing one `artifacts_dir` deleted each other's
-results mid-run. Now a live run holds a *lease*: a shared `flock` on its folder's own
-descriptor, taken before the folder is marked as ours (with an index) and held until
-the store is closed or the process dies (then the kernel drops it). A folder is
-deleted only if it is beyond the newest `keep` AND its lease is free AND it is older
-than `min_age_s` (its mtime, refreshed on every write). Cleanup takes the lease
-exclusively and without waiting, renames the folder to `.trash-*` under that lock,
-and then deletes it; a run that was waiting to resume in that folder sees it is gone
-and makes a new one. On a file system that refuses `flock`, cleanup deletes nothing
-(it cannot tell a live run); without `fcntl` at all (Windows) only the age protects.
-
-**The store could be escaped or fooled.** Checking a path and then opening it by name
-races with a symlink swap, and a hard link to a file outside looks like any file inside.
-So a file is opened relative to its folder's descriptor with `O_NOFOLLOW` (the folder
-itself too, relative to the root's), and the inode is checked after opening: a regular
-file with one link, on the store's device. No name is resolved twice. An artifact is
-read from its run's pack where the run's index places it (`agent.context.packs`), or, for
-runs that stored a file per result, from that file.
+**The store must not be escaped or fooled.** Checking a path and then opening it races
+with a symlink swap, and a hard link to an outside file looks like any file inside. So
+files are opened relative to their folder's descriptor with `O_NOFOLLOW`, and the open
+inode is checked: a regular file with one link, on the store's device. No name is resolved
+twice. An artifact is read from its run's pack (`agent.context.packs`), or its own file.
 """
 
 from __future__ import annotations
@@ -136,10 +128,9 @@ class Opened:
 def open_in_folder(
     folder_fd: int, folder: str, name: str, device: int, packed: Packed | None = None
 ) -> Opened | None:
-    """Artifact `name` of one run folder, checked as in `open_regular`: its entry in the folder's
-    pack, where the folder's index (or `packed`, when the caller has read it) places it; else a
-    file of that name, as older runs wrote them. The pack comes first, so a file planted under
-    an artifact's name is never read in its place."""
+    """Artifact `name` of one run folder, checked as in `open_regular`: in the pack where the
+    index (or `packed`) places it, else a file of that name. The pack comes first, so a file
+    planted under an artifact's name is never read in its place."""
     if packed is None:
         index = open_regular(folder_fd, INDEX_FILE, device)
         if index is not None:
@@ -168,8 +159,8 @@ HASH_CHUNK = 1 << 20
 
 
 def genuine(found: Opened, name: str) -> bool:
-    """Whether the bytes `found` holds hash to the digest in `name` (`<tool>-<12 hex>.<ext>`):
-    a name can never point at other bytes, whichever folder, pack or process wrote them."""
+    """Whether the bytes `found` holds hash to the digest in `name`: a name can never point at
+    other bytes, whichever folder, pack or process wrote them."""
     digest = name.rsplit("-", 1)[-1].split(".", 1)[0]
     whole = os.fstat(found.fd).st_size - found.at if found.size is None else found.size
     hasher, done = hashlib.sha256(), 0
@@ -183,10 +174,9 @@ def genuine(found: Opened, name: str) -> bool:
 
 
 def find_in_runs(root: str | Path, name: str) -> Opened:
-    """Artifact `name`, opened and checked, in the newest run folder under `root` holding it
-    with the bytes its name hashes (a folder whose copy differs is passed over: planted, or
-    damaged). FileNotFoundError, saying which, if the store or the name is absent; `Refused`
-    if only copies that differ were found."""
+    """Artifact `name`, opened and checked, from the newest run folder under `root` whose copy
+    has the bytes its name hashes. FileNotFoundError if the store or the name is absent;
+    `Refused` if only copies that differ (planted, or damaged) were found."""
     try:
         root_fd = open_root(root)
     except (FileNotFoundError, NotADirectoryError):
@@ -214,8 +204,8 @@ def find_in_runs(root: str | Path, name: str) -> Opened:
 
 
 def read_capped(fd: int, max_bytes: int, at: int = 0, size: int | None = None) -> tuple[bytes, int]:
-    """Up to `max_bytes` of `fd` (closed after) from `at`, and the whole size: `size` bytes from
-    `at` when given (an artifact in a pack), else the file's."""
+    """Up to `max_bytes` of `fd` (closed after) from `at`, and the whole size: `size` when
+    given (an artifact in a pack), else the file's."""
     try:
         whole = os.fstat(fd).st_size if size is None else size
         return pread_all(fd, at, min(whole, max_bytes)), whole
@@ -277,8 +267,8 @@ def cleanup_runs(
     root: str | Path, keep: int, *, current: Path | None = None, min_age_s: float = DEFAULT_MIN_AGE_S
 ) -> list[Path]:
     """Delete run folders under `root` beyond the newest `keep` that no live run holds and
-    nobody touched for `min_age_s`; returns them. Only folders this store created (they hold
-    an index) are candidates, symlinks are never followed, and `current` is never deleted."""
+    nobody touched for `min_age_s`; returns them. Only folders holding an index are candidates,
+    symlinks are never followed, and `current` is never deleted."""
     if keep < 1:
         return []
     base = Path(root)

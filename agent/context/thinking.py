@@ -1,31 +1,18 @@
 """Thinking blocks under a history that gets rewritten: what stays legal, and what it costs.
 
-Thinking blocks go back to the API unchanged and in order: on every model a block's
-signature covers its text. On models with *preserved thinking* (the 5.5 family,
-Fable and Mythos 5.1+; `ModelInfo.preserved_thinking`) it also covers the block's
-prefix: tools, system, and every message and block before it. Once anything before
-a thinking block changes, that block and every later one are invalid, and removing
-only the offending block is not enough, because dropping it shifts the prefix of
-the next one.
+A thinking block's signature covers its text; on models with *preserved thinking*
+(`ModelInfo.preserved_thinking`) it also covers its prefix: tools, system, and everything
+before it. Once anything there changes, that block and every later one are invalid
+(dropping only the first shifts the next one's prefix). Pruning and compaction rewrite
+earlier turns, so `Agent(thinking_history=...)` picks a strategy:
 
-Pruning and compaction rewrite earlier turns; that is their job. So on those models
-the history policy picks one of these strategies (`Agent(thinking_history=...)`):
-
-* ``"keep"``: send every block back unchanged. Right for models whose thinking is
-  bound to its content only (Opus 5, Sonnet 4.6): pruning a tool result is harmless.
-* ``"strip"``: client-side, remove every thinking block from the first rewritten
-  message on. Nothing left can fail its prefix check, and the blocks before the
-  rewrite still reach the model. Costs the reasoning after each rewrite.
-* ``"drop_block"``: send the history unchanged and let the API drop the invalid blocks
-  (`thinking.block_binding.prefix_mismatch_behavior = "drop_block"`, beta header
-  `thinking-binding-controls-2026-08-01`); the response lists each drop. The same
-  effect as "strip", decided by the server, with the dropped bytes still uploaded.
-* ``"append_only"``: prune only when compacting, so the prefix changes once per
-  compaction instead of once per pruning batch, and strip as above at that moment.
-  Between compactions the history is append-only, as the docs advise.
-
-Which default each model gets, and why, is measured in `benchmarks/thinking.py`.
-Every function here is pure: new lists out, the inputs untouched.
+* ``"keep"``: send every block back; right where thinking is bound to its content only.
+* ``"strip"``: remove every thinking block from the first rewritten message on; nothing
+  left can fail its check, at the cost of the reasoning after each rewrite.
+* ``"drop_block"``: let the API drop the invalid blocks (beta `BINDING_BETA`): as "strip",
+  decided by the server, with the dropped bytes still uploaded.
+* ``"append_only"``: prune only when compacting, so the prefix moves once per compaction
+  rather than per pruning batch, and strip then; in between the history is append-only.
 """
 
 from __future__ import annotations
@@ -53,8 +40,8 @@ BINDING_BETA = "thinking-binding-controls-2026-08-01"
 
 
 def default_strategy(info: ModelInfo | None) -> str:
-    """ "append_only" where thinking is bound to its prefix (fewest rewrites, so the most
-    reasoning kept at the lowest cost: see benchmarks/thinking.py); else "keep"."""
+    """ "append_only" where thinking is bound to its prefix (fewest rewrites: the most reasoning
+    kept at the lowest cost, as benchmarks/thinking.py measures); else "keep"."""
     return "append_only" if info is not None and info.preserved_thinking else "keep"
 
 
@@ -68,11 +55,8 @@ def first_rewrite(sent: Sequence[Msg], new: Sequence[Msg]) -> int | None:
 
 
 def strip_thinking_from(messages: Sequence[Msg], start: int) -> list[Msg]:
-    """`messages` without thinking blocks in any message at index >= `start`.
-
-    An assistant turn left with nothing (it only thought) goes too: the API merges the
-    user turns around it, as it merges any consecutive same-role messages.
-    """
+    """`messages` without thinking blocks from index `start` on. An assistant turn left empty
+    goes too: the API merges the user turns around it, as it merges any same-role neighbours."""
     result: list[Msg] = []
     for index, message in enumerate(messages):
         content = blocks(message)
@@ -93,8 +77,7 @@ def thinking_blocks(messages: Sequence[Msg]) -> int:
 def thinking_param(
     thinking: Mapping[str, Any] | None, strategy: str
 ) -> tuple[dict[str, Any] | None, list[str]]:
-    """(the request's `thinking`, the betas it needs) for `strategy`: only "drop_block"
-    adds anything (adaptive thinking with the binding control, and its beta header)."""
+    """(the request's `thinking`, the betas it needs): only "drop_block" adds anything."""
     if strategy != "drop_block":
         return (dict(thinking) if thinking is not None else None), []
     base: dict[str, Any] = dict(thinking) if thinking is not None else {"type": "adaptive"}

@@ -1,24 +1,17 @@
 """Token estimates good enough to steer by, and honest about being estimates.
 
-A request's size is estimated as characters / 4 of its JSON (cheap, deterministic,
-no network). `Calibration` then corrects the ratio with what the API actually
-billed: after each step the loop feeds it the estimate it made and the real prompt
-size from `usage`, so the estimate converges on the model's real tokenizer.
+A request is estimated as characters / 4 of its JSON (cheap, deterministic, no network).
+`Calibration` corrects that ratio with what the API billed after each step, so the
+estimate converges on the real tokenizer. Thinking blocks are what a ratio cannot learn:
+with `display` omitted a block comes back as an empty string and a signature, yet the
+whole reasoning is read (and billed) each time it is sent back. So `Calibration` also
+keeps each block's hidden size, learned from the response that produced it, and adds it
+to every estimate of a value still carrying the block.
 
-Thinking blocks are the exception a ratio cannot learn: with `display` omitted a block
-comes back as an empty string and a signature, yet the model reads (and the API bills)
-the whole reasoning each time the block is sent back. So `Calibration` also keeps a
-ledger of each block's hidden size, learned from the response that produced it
-(`usage.output_tokens_details.thinking_tokens`), and adds it to every estimate of a
-request, a message or a block list that still carries the block.
-
-Where a decision hinges on the exact number (is this request over the compaction
-threshold?), `request_tokens` can ask an `LLM` that is also a `TokenCounter` (the
-API's free `count_tokens` endpoint): only when the estimate is near the line, and
-falling back to the estimate if the count fails. Each exact count also calibrates.
-
-Every estimate serialises what it is given, as it is now: nothing is remembered between
-calls, so a value edited in place is measured as it now is.
+Where a decision hinges on the exact number (over the compaction threshold?),
+`request_tokens` can ask a `TokenCounter` (the free `count_tokens` endpoint), only near
+the line and falling back to the estimate if the count fails. Nothing is remembered
+between calls: a value edited in place is measured as it now is.
 """
 
 from __future__ import annotations
@@ -51,14 +44,11 @@ CHARS_PER_TOKEN = 4.0
 def _encoder() -> Callable[[Any], str]:
     """`json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)`, made once.
 
-    A call through `json.dumps` makes a new encoder and walks two layers of Python before the
-    C encoder runs, so where CPython has the C encoder it is called directly (no
-    circular-reference bookkeeping: a history is JSON, and a cycle still ends in a
-    RecursionError)."""
-    plain = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+    Every estimate serialises the whole history, so the C encoder is called directly, without
+    `json.dumps`'s Python layers or cycle bookkeeping (a cycle still ends in a RecursionError)."""
     make = getattr(json.encoder, "c_make_encoder", None)
     if make is None:
-        return plain.encode
+        return json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
     encode = make(None, str, json.encoder.encode_basestring, None, ":", ",", False, False, True)
 
     def dumps(value: Any) -> str:
@@ -71,13 +61,12 @@ _dumps = _encoder()
 
 
 def _chars(value: Any) -> int:
-    """`len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str))`."""
     return len(_dumps(value))
 
 
 def key_chars(key: str, value: Any) -> int:
     """Characters one more `"key":value` item adds to a non-empty dict's JSON (its comma too)."""
-    return _chars({key: value}) - 1  # `{"key":value}` less its two braces, plus the comma
+    return _chars({key: value}) - 1  # less two braces, plus the comma
 
 
 def estimate_tokens(value: Any, chars_per_token: float = CHARS_PER_TOKEN) -> int:
@@ -85,18 +74,13 @@ def estimate_tokens(value: Any, chars_per_token: float = CHARS_PER_TOKEN) -> int
     return math.ceil(_chars(value) / chars_per_token)
 
 
-# -- deferred tool declarations -------------------------------------------------------------
-
 LOADING_BLOCKS = ("tool_result", "tool_search_tool_result")
 """Blocks whose `tool_reference`s load deferred tools (a client search's result, the server's)."""
 
 
 def _loaded_names(messages: Any) -> set[Any]:
-    """The tool names the `tool_reference`s of `messages` load: each mapping listed in the
-    content of a loading block (a client search's `tool_result` holds the list itself, the
-    server's `tool_search_tool_result` holds it under `tool_references`). Every block of the
-    history is looked at, at each estimate: plain dicts are recognised before the slower
-    abstract check."""
+    """Tool names the `tool_reference`s of `messages` load (plain dicts are recognised before
+    the slower abstract check: every block is read at each estimate)."""
     loaded: set[Any] = set()
     for message in messages:
         content = message.get("content") if type(message) is dict or isinstance(message, Mapping) else None
@@ -107,7 +91,7 @@ def _loaded_names(messages: Any) -> set[Any]:
 
 
 def _references(inner: Any) -> list[Any]:
-    """The names in a loading block's content (none in a text result)."""
+    """The names a loading block lists (the server's result lists them under `tool_references`)."""
     if isinstance(inner, str):
         return []
     refs = inner.get("tool_references") if isinstance(inner, Mapping) else inner
@@ -115,8 +99,7 @@ def _references(inner: Any) -> list[Any]:
 
 
 def _unloaded_deferred(request: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The tool declarations of `request` marked `"defer_loading": true` whose name no
-    `tool_reference` in its messages loads: in the body, not in the prompt."""
+    """The `"defer_loading": true` declarations no `tool_reference` in the messages loads."""
     tools = request.get("tools")
     if not isinstance(tools, list):
         return []
@@ -128,18 +111,13 @@ def _unloaded_deferred(request: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def prompt_estimate(request: Any) -> int:
-    """`estimate_tokens` of a request as the model reads it: deferred tool declarations
-    (`defer_loading`) are in the body but not in the prompt until a `tool_reference` loads
-    them, so those not loaded are left out (a loaded one is billed once, where its reference
-    is, about its declaration's size)."""
+    """`estimate_tokens` of a request as the model reads it: a deferred tool declaration is in
+    the body but not in the prompt until a `tool_reference` loads it, so unloaded ones are left out."""
     raw = estimate_tokens(request)
     if not isinstance(request, Mapping):
         return raw
     unloaded = _unloaded_deferred(request)
     return raw - math.ceil(_chars(unloaded) / CHARS_PER_TOKEN) if unloaded else raw
-
-
-# -- thinking blocks ------------------------------------------------------------------------
 
 
 def signature_key(signature: str) -> str:
@@ -155,8 +133,7 @@ def _thinking_signatures(value: Any) -> list[str]:
 
 
 def _collect_signatures(value: Any, found: list[str]) -> None:
-    """Append to `found` the signatures in `value` (every block of a history is visited at each
-    estimate: plain dicts and lists are recognised before the slower abstract checks)."""
+    """Every block is visited at each estimate: plain dicts and lists are recognised first."""
     if type(value) is dict or isinstance(value, Mapping):
         if "messages" in value:
             _collect_signatures(value["messages"], found)
@@ -176,8 +153,7 @@ def _collect_signatures(value: Any, found: list[str]) -> None:
 
 @dataclass
 class Calibration:
-    """Learns tokens-per-estimated-token from billed usage (starts at 1.0), and the hidden
-    size of each thinking block the run has been sent."""
+    """Learns billed tokens per estimated token, and the hidden size of each thinking block."""
 
     ratio: float = 1.0
     smoothing: float = 0.5
@@ -203,8 +179,7 @@ class Calibration:
             self.hidden[signature_key(signature)] = thinking_tokens // len(signatures)
 
     def observe(self, estimated_raw: int, billed_prompt: int, hidden: int = 0) -> None:
-        """Blend in one (raw estimate, real prompt size) pair; `hidden` is the part of the
-        bill the ledger already accounts for (thinking blocks), left out of the ratio."""
+        """Blend in one (raw estimate, billed prompt) pair, less `hidden` (the thinking ledger's part)."""
         billed_prompt -= hidden
         if estimated_raw <= 0 or billed_prompt <= 0:
             return
@@ -221,9 +196,8 @@ def request_tokens(
     exact_from: int = 0,
     raw: int | None = None,
 ) -> int:
-    """The request's prompt tokens: the calibrated estimate, or an exact count from
-    `counter` when one is given and the estimate is at least `exact_from` (`raw`: the
-    request's `prompt_estimate`, if known)."""
+    """The calibrated estimate, or an exact count from `counter` when the estimate is at least
+    `exact_from` (`raw`: the request's `prompt_estimate`, if known)."""
     raw = prompt_estimate(request) if raw is None else raw
     estimate = calibration.estimate(request, raw)
     if counter is None or estimate < exact_from:

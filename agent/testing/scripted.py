@@ -14,7 +14,7 @@ from typing import Any, TypeAlias
 
 from anthropic.types import Message
 
-from agent.context.tokens import estimate_tokens
+from agent.context.tokens import estimate_tokens, prompt_estimate
 from agent.testing.server_turns import name_calls
 
 __all__ = ["ScriptedLLM", "reply", "server_call", "text", "tool_use"]
@@ -82,7 +82,7 @@ class ScriptedLLM:
         ]
         name_calls(body["content"], f"{len(self.requests):04d}")
         usage = {
-            "input_tokens": estimate_tokens(request),
+            "input_tokens": prompt_estimate(request),  # as the API bills: unloaded deferred tools aside
             "output_tokens": estimate_tokens(body["content"]),
             **body.get("usage", {}),
         }

@@ -125,12 +125,23 @@ def test_guard_warns_when_reads_stay_zero_on_a_cacheable_prefix(caplog: pytest.L
         def choose_effort(self, state: Any) -> str | None:
             return "low" if state.step % 2 else "high"
 
-    llm = ScriptedLLM([reply(tool_use("fetch", {"n": i})) for i in range(3)] + [reply("done")])
-    agent = Changing(llm=llm, tools=[fetch], system="Be useful. " * 300, artifacts_dir=None)
+    counts = {"cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}  # a server that caches says so
+    script = [reply(tool_use("fetch", {"n": i}), **counts) for i in range(3)] + [reply("done", **counts)]
+    agent = Changing(llm=ScriptedLLM(script), tools=[fetch], system="Be useful. " * 300, artifacts_dir=None)
     with caplog.at_level(logging.INFO, logger="agent.cache"):
         agent.run("go")
     assert "cache prefix changed: effort changed" in caplog.text
     assert "cache read 0 although" in caplog.text and "effort changed" in caplog.text
+
+
+def test_a_model_that_reports_no_cache_counts_raises_no_cache_alarm(caplog: pytest.LogCaptureFixture) -> None:
+    """A scripted model (no cache fields in its usage) over a long prompt: nothing to warn of."""
+    llm = ScriptedLLM([reply(tool_use("fetch", {"n": i})) for i in range(4)] + [reply("done")])
+    agent = Agent(llm=llm, tools=[fetch], system="Be useful. " * 300, artifacts_dir=None)
+    with caplog.at_level(logging.INFO, logger="agent.cache"):
+        result = agent.run("go " * 600)
+    assert result.text == "done"
+    assert "cache read 0" not in caplog.text
 
 
 def test_guard_is_quiet_when_the_server_reads_the_cache() -> None:

@@ -790,8 +790,9 @@ def test_a_step_encodes_its_request_once_for_compaction_and_budgets_and_follows_
     dumps = tokens._dumps
 
     def counting(value: Any) -> str:
-        estimating = sys._getframe(3).f_code.co_name == "prompt_estimate"  # not the scripted model's
-        if estimating and isinstance(value, Mapping) and "messages" in value:
+        estimating = sys._getframe(3).f_code.co_name == "prompt_estimate"
+        scripted = "agent/testing" in sys._getframe(4).f_code.co_filename  # the scripted model's own
+        if estimating and not scripted and isinstance(value, Mapping) and "messages" in value:
             encoded.append(len(value["messages"]))
         return dumps(value)
 

@@ -48,10 +48,23 @@ def test_every_way_into_the_sdk_refuses_before_sending() -> None:
 @pytest.mark.parametrize("how", ["run", "arun"])
 def test_an_agent_without_a_key_stops_at_its_first_call_with_the_reason(how: str) -> None:
     agent = Agent(tools=[echo]) if how == "run" else Agent(tools=[echo], llm=AsyncAnthropicLLM())
-    with pytest.raises(ModelCallFailed, match="ANTHROPIC_API_KEY") as caught:
+    with pytest.raises(MissingAPIKey, match="ANTHROPIC_API_KEY") as caught:
         agent.run("hi") if how == "run" else asyncio.run(agent.arun("hi"))
-    assert isinstance(caught.value.__cause__, MissingAPIKey)
-    assert len(caught.value.result.steps) == 0  # refused before anything was sent or billed
+    assert not isinstance(caught.value, ModelCallFailed) and caught.value.__cause__ is None
+    assert caught.value.result is not None and len(caught.value.result.steps) == 0  # nothing sent or billed
+
+
+def test_without_a_key_run_raises_a_short_traceback_naming_the_variable() -> None:
+    import subprocess
+    import sys
+
+    code = "from agent import Agent\nAgent().run('hi')\n"
+    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("ANTHROPIC_")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 1 and len(lines) <= 8, done.stderr
+    assert lines[-1].startswith("agent.errors.MissingAPIKey: no Anthropic API key: set ANTHROPIC_API_KEY")
+    assert "event loop" not in done.stderr and "During handling" not in done.stderr
 
 
 def test_the_readme_hello_agent_says_why_offline_and_its_twin_runs_as_written() -> None:
@@ -59,7 +72,7 @@ def test_the_readme_hello_agent_says_why_offline_and_its_twin_runs_as_written() 
     section = text[text.index("## Hello, agent") : text.index("## How one step works")]
     live, twin = re.findall(r"```python\n(.*?)```", section, re.S)[:2]
     namespace: dict[str, object] = {}
-    with pytest.raises(ModelCallFailed, match="set ANTHROPIC_API_KEY"):
+    with pytest.raises(MissingAPIKey, match="set ANTHROPIC_API_KEY"):
         exec(live, namespace)
     exec(twin, namespace)
     result = namespace["result"]
