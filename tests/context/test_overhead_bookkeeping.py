@@ -260,6 +260,24 @@ TOOL_DECLARATIONS = [
 ]
 
 
+@tool
+def note(text: str) -> str:
+    """Notes.
+
+    Args:
+        text: what to note.
+    """
+    return "noted " + text
+
+
+def noted_on_even_steps(messages: list[Msg], step: int) -> list[Msg]:
+    """The history with a note added to its last message on even steps (after measuring)."""
+    if step % 2:
+        return messages
+    last = messages[-1]
+    return [*messages[:-1], {**last, "content": [*blocks(last), {"type": "text", "text": "(note)"}]}]
+
+
 # -- the properties ----------------------------------------------------------------------
 
 
@@ -575,15 +593,6 @@ def test_a_resumed_run_checks_its_cost_budget_against_the_whole_run(tmp_path: An
     from agent.ext.sessions import read_session
     from agent.testing import ScriptedLLM, reply, tool_use
 
-    @tool
-    def note(text: str) -> str:
-        """Notes.
-
-        Args:
-            text: what to note.
-        """
-        return "noted " + text
-
     big = {"input_tokens": 150_000, "output_tokens": 10}
     script = [reply(tool_use("note", {"text": str(i)}), **big) for i in range(6)] + [reply("done")]
     path = tmp_path / "s.jsonl"
@@ -732,24 +741,11 @@ def test_each_step_sends_the_request_its_final_history_makes() -> None:
     from agent.state import RunState
     from agent.testing import ScriptedLLM, reply, tool_use
 
-    @tool
-    def note(text: str) -> str:
-        """Notes.
-
-        Args:
-            text: what to note.
-        """
-        return "noted " + text
-
     measured: list[dict[str, Any]] = []
 
     class Noting(Agent):
         def prepare_context(self, state: RunState) -> list[Msg]:
-            messages = super().prepare_context(state)
-            if state.step % 2:
-                return messages
-            last = messages[-1]
-            return [*messages[:-1], {**last, "content": [*blocks(last), {"type": "text", "text": "(note)"}]}]
+            return noted_on_even_steps(super().prepare_context(state), state.step)
 
         def build_request(self, state: RunState) -> dict[str, Any]:
             request = super().build_request(state)
@@ -777,15 +773,6 @@ def test_a_step_encodes_its_request_once_for_compaction_and_budgets_and_follows_
     from agent.state import RunState
     from agent.testing import ScriptedLLM, reply, tool_use
 
-    @tool
-    def note(text: str) -> str:
-        """Notes.
-
-        Args:
-            text: what to note.
-        """
-        return "noted " + text
-
     encoded: list[int] = []
     dumps = tokens._dumps
 
@@ -800,11 +787,7 @@ def test_a_step_encodes_its_request_once_for_compaction_and_budgets_and_follows_
 
     class Noting(Agent):
         def prepare_context(self, state: RunState) -> list[Msg]:
-            messages = super().prepare_context(state)
-            if state.step % 2:
-                return messages
-            last = messages[-1]
-            return [*messages[:-1], {**last, "content": [*blocks(last), {"type": "text", "text": "(note)"}]}]
+            return noted_on_even_steps(super().prepare_context(state), state.step)
 
     from agent.state import check_budgets as check
 
