@@ -126,7 +126,7 @@ log = logging.getLogger("agent")
 
 def book_usage(config: AgentConfig, state: RunState, record: Usage) -> None:
     """Add one usage record to the run (and to the JSONL usage log, if there is one)."""
-    state.usage.add(record, Path(config.usage_log) if config.usage_log else None)
+    state.usage.add(record, Path(config.usage_log) if config.usage_log else None, state.run_id)
 
 
 def book_failed_attempt(
@@ -188,8 +188,10 @@ async def call_with_retries(config: AgentConfig, request: dict[str, Any], state:
             response = await _send(config, request, state)
             check_usage(response)
             break
-        except MissingAPIKey as error:  # nothing was sent: the error itself, with the run so far
-            raise MissingAPIKey(str(error), state.result(final_text(state.messages), "error")) from None
+        except (MissingAPIKey, ModelCallFailed) as error:  # the LLM's own account (no key, a
+            # cassette miss) says it best: raised as itself, with the run so far and nothing chained
+            error.result = state.result(final_text(state.messages), "error")
+            raise error.with_traceback(None) from None
         except Exception as error:
             if not await _retry_after(config, error, attempt, request, state, raw):
                 raise ModelCallFailed(

@@ -26,9 +26,8 @@ __all__ = ["AnthropicLLM", "AsyncAnthropicLLM", "StreamCutOff", "split_betas"]
 
 NO_KEY = (
     "no Anthropic API key: set ANTHROPIC_API_KEY (or pass AnthropicLLM(api_key=...)). "
-    "To run offline instead, give the agent another model: Agent(llm=ScriptedLLM([...])) "
-    "(agent.testing.scripted) or the local simulator, `with MessagesSimulator(policy) as sim: "
-    "Agent(llm=sim.llm())` (agent.testing.simulator); the examples run offline with no key: "
+    "Offline, a scripted model stands in: `from agent import Agent; from agent.testing import ScriptedLLM; "
+    "print(Agent(llm=ScriptedLLM(['Hello!'])).run('hi').text)`; the course runs with no key: "
     "python -m examples.e01_loop"
 )
 

@@ -8,11 +8,11 @@ logged and swallowed, because a broken progress bar must never cost a paid-for r
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-__all__ = ["Event", "EventKind", "emit"]
+__all__ = ["RESULT_CHARS", "Event", "EventKind", "emit"]
 
 log = logging.getLogger("agent")
 
@@ -29,7 +29,8 @@ class Event:
     step: int
     text: str = ""
     """The delta for `text`/`thinking`; the reason for `retry`; the stop reason for `step_end`;
-    the summary the model wrote for `compact`; why it happened for `prune`."""
+    the summary the model wrote for `compact`; why it happened for `prune`; for `tool_result`,
+    what the tool returned, as text (its first `RESULT_CHARS`), before the diet."""
     tool: str | None = None
     """The tool's name, for `tool_call` and `tool_result`."""
     tool_use_id: str | None = None
@@ -42,6 +43,12 @@ class Event:
     """For `prune` and `compact`: the history's estimated tokens before the change."""
     tokens_after: int = 0
     """... and after it (estimates calibrated on billed usage, as the budgets use)."""
+    input: Mapping[str, Any] | None = None
+    """For `tool_call`: the arguments the model sent."""
+
+
+RESULT_CHARS = 2_000
+"""Enough of a result to show what came back; the whole of it is in the history (and artifact)."""
 
 
 def emit(callback: Callable[[Event], None] | None, event: Event) -> None:

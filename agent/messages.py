@@ -188,8 +188,12 @@ TOOL_USE_ID = re.compile(r"[a-zA-Z0-9_-]+")
 
 
 def _dumped(block: Any) -> dict[str, Any]:
-    """A reply block as the wire carries it back; a `tool_use` whose input nests too deep to
-    serialise goes back with `{}` (its call gets an error result; the history stays valid)."""
+    """A reply block as the wire carries it back; a `tool_use` whose input is not an object, or
+    nests too deep to serialise, goes back with `{}` (its call gets an error result; the history
+    stays valid). A non-object is swapped before dumping: the SDK builds replies unvalidated, and
+    pydantic would warn on serialising an input its `dict` field does not expect."""
+    if block.type == "tool_use" and not isinstance(block.input, Mapping):
+        block = block.model_copy(update={"input": {}})
     try:
         dumped: dict[str, Any] = block.model_dump(mode="json", exclude_none=True)
     except (ValueError, RecursionError):

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from agent.events import Event, emit
+from agent.events import RESULT_CHARS, Event, emit
 from agent.render import describe_error, redact, renderable, safe_text
 from agent.schema import IDEMPOTENCY_KEY, call_arguments
 from agent.steps import Workers, on_private_loop
@@ -249,7 +249,7 @@ async def run_turn(
     extensions = state.extensions
     calls = [dataclasses.replace(c, idempotency_key=f"{state.run_id}:{c.id}") for c in calls]
     for call in calls:
-        emit(on_event, Event("tool_call", state.step, tool=call.name, tool_use_id=call.id))
+        emit(on_event, Event("tool_call", state.step, tool=call.name, tool_use_id=call.id, input=call.input))
     gates = any(ext.gate for ext in extensions)
     settled: dict[int, ToolOutcome] = {}
     for i, call in enumerate(calls):  # in call order: an approver is asked one call at a time
@@ -282,8 +282,9 @@ async def run_turn(
     outcomes = [settled[i] for i in range(len(calls))]
     state.uncertain += [f"{o.call.name} ({o.call.id})" for o in outcomes if o.uncertain]
     warn_outcomes(outcomes, state.step)
-    for o in outcomes:
-        emit(on_event, Event("tool_result", state.step, "", o.call.name, o.call.id, o.is_error))
+    for o in outcomes if on_event is not None else ():
+        text = redact(safe_text(o.value, RESULT_CHARS))
+        emit(on_event, Event("tool_result", state.step, text, o.call.name, o.call.id, o.is_error))
     return outcomes
 
 

@@ -217,14 +217,17 @@ class RunUsage:
     def totals(self) -> _Totals:
         return self._totals.sync(self.steps)
 
-    def add(self, record: Usage, jsonl: Path | None = None) -> None:
+    def add(self, record: Usage, jsonl: Path | None = None, run_id: str | None = None) -> None:
+        """Book `record`; with `jsonl`, also append it there as one JSON line, tagged with
+        `run_id` so one log can hold many runs and still be read (and charted) run by run."""
         self.steps.append(record)
         if log.isEnabledFor(logging.INFO):
             log.info(record.line(self.cache_hit_ratio))
         if jsonl is not None:
             try:
                 with jsonl.open("a", encoding="utf-8") as out:
-                    out.write(json.dumps(record.to_json(), sort_keys=True) + "\n")
+                    line = {**record.to_json(), **({"run_id": run_id} if run_id else {})}
+                    out.write(json.dumps(line, sort_keys=True) + "\n")
             except OSError as error:  # a log that cannot be written must not end a paid-for run
                 log.warning("usage log %s not written: %s", jsonl, error)
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import random
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -354,10 +355,31 @@ def tables(outcomes: Sequence[Outcome], steps: int) -> str:
     lines += [
         "",
         "Growth: doubling the steps doubles a linear cost (ratio 2) and quadruples a quadratic one (4).",
-        f"Rejected requests: {rejected} of {total} (simulator policy errors: {errors}); "
-        f"time {sum(o.seconds for o in outcomes):.1f} s.",
+        f"Rejected requests: {rejected} of {total} (simulator policy errors: {errors}).",
     ]
     return "\n".join(lines)
+
+
+def headline(outcomes: Sequence[Outcome], steps: int) -> str:
+    """The one sentence the README quotes (through `benchmarks.figures`, never by hand)."""
+    pivot = steps // 2
+    naive, every = outcomes[0], next(o for o in outcomes if o.name == "all")
+
+    def growth(o: Outcome) -> float:
+        return o.cost_at(steps) / o.cost_at(pivot)
+
+    return (
+        f"With every lever on, the {steps}-step audit of `python -m benchmarks.economics` costs "
+        f"{every.cost_at(pivot) / naive.cost_at(pivot):.1%} of the naive loop at {pivot} steps, and its "
+        f"cost grows close to linearly (×{growth(every):.2f} from {pivot} to {steps} steps; the naive "
+        f"loop's ×{growth(naive):.2f} is quadratic)."
+    )
+
+
+def figures() -> dict[str, str]:
+    """The parts of this benchmark's output that the docs quote (`benchmarks.figures`)."""
+    outcomes = run_all(80, list(CONFIGS))
+    return {"tables": tables(outcomes, 80), "headline": headline(outcomes, 80)}
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -369,6 +391,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     names = ["naive", *[n for n in args.only if n != "naive"]] if args.only else list(CONFIGS)
     outcomes = run_all(args.steps, names)
     print(tables(outcomes, args.steps))
+    if "all" in names:
+        print("\n" + headline(outcomes, args.steps))
+    print(f"time {sum(o.seconds for o in outcomes):.1f} s", file=sys.stderr)
     if args.chart:
         print(f"chart: {write_chart(outcomes, args.chart)}")
 

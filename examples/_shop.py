@@ -1,9 +1,12 @@
-"""The shop behind e07: twelve orders of about thirty fields each, as order APIs return them."""
+"""The shops behind e03 (pages of order rows) and e07 (twelve orders of about thirty fields each,
+as order APIs return them, and the three tools e07's agent calls)."""
 
 from __future__ import annotations
 
 import random
 from typing import Any
+
+from agent import tool
 
 CUSTOMER = "u_88213"
 
@@ -64,3 +67,54 @@ def _order(n: int) -> dict[str, Any]:
 
 
 ORDERS = [_order(n) for n in range(12)]
+
+
+@tool
+def search_orders(customer_id: str) -> list[dict[str, Any]]:
+    """List a customer's orders, newest first.
+
+    Args:
+        customer_id: the customer's id, e.g. u_88213.
+    """
+    return [o for o in ORDERS if o["customer"]["id"] == customer_id]
+
+
+@tool
+def get_order(order_id: str) -> dict[str, Any]:
+    """One order in full.
+
+    Args:
+        order_id: the order's id.
+    """
+    for order in ORDERS:
+        if order["order_id"] == order_id:
+            return order
+    raise KeyError(f"no order {order_id}")
+
+
+@tool(irreversible=True)  # approval: y/N at a terminal, else the allow list
+def request_refund(order_id: str, reason: str) -> dict[str, Any]:
+    """Request a refund for a delivered order. Cannot be undone.
+
+    Args:
+        order_id: the order to refund.
+        reason: why, in the customer's words.
+    """
+    order = get_order.fn(order_id)
+    refund = {"refund_id": f"RF-{order_id[-4:]}", "order_id": order_id, "status": "requested"}
+    return {**refund, "amount": order["price"], "reason": reason, "method": order["payment"], "days": 3}
+
+
+def order_page(page: int, rows: int) -> list[dict[str, Any]]:
+    """Page `page` of e03's order history: `rows` orders of nested JSON; pages 3, 13, 23 and 33
+    each hold one broken order (the eighth row)."""
+    return [
+        {
+            "order_id": f"{page:02d}-{i:03d}",
+            "item": f"item {i} of page {page}",
+            "price": 1000 * (i + page),
+            "status": "broken" if page % 10 == 3 and i == 7 else "delivered",
+            "shipping": {"carrier": "CJ", "hub": "Dongtan-1", "events": ["PICKED", "MOVING", "DELIVERED"]},
+        }
+        for i in range(rows)
+    ]

@@ -1,4 +1,4 @@
-"""Idea 4, memory: a fact saved outside the history survives the compaction that loses it.
+"""Lesson 4, memory: a fact saved outside the history survives the compaction that loses it.
 
 Builds on e03 (compaction). An analyst reads twelve long interview notes, one per
 step, in a small window (`max_context_tokens=4,000`), so the head of the history is
@@ -12,9 +12,10 @@ in the system prompt, so a write does not break the prompt cache.
 
 What to look for in the output:
 
-* `tools=memory_write,fetch_notes` at step 4: the fact is saved as soon as it is read;
-* `compacted:` and its summary: "budget" is not in it, and page 3 is gone from the history;
-* the last steps: `memory_read` brings the budget back and the answer quotes it exactly.
+* `compacted:` (three times) and its summary: no figure in it, and page 3 is folded away;
+* in the usage table, `tools=memory_write,fetch_notes` at step 4 (the fact is saved as soon
+  as it is read) and `tools=memory_read` near the end (`-v 2` shows what it returned);
+* the answer quotes the budget exactly, read back from memory.
 
     python -m examples.e04_memory            # offline, on the local simulator
     python -m examples.e04_memory --replay   # replay the recorded cassette
@@ -23,14 +24,16 @@ What to look for in the output:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from agent import LLM, Agent, tool
+from agent import Agent, RunResult, tool
 from agent.memory import Memory
 from agent.testing.policies import call, latest_results
-from examples._runner import Example, main
+from examples._course import Course
 from tools import memory_tools
 
+EXAMPLE = "e04_memory"  # its cassette: cassettes/examples/e04_memory.yaml
 PAGES = 12
 BUDGET_PAGE = 3
 BUDGET = "₩48,500,000 for the pilot, approved by the CFO on 2026-02-03"
@@ -58,21 +61,7 @@ def fetch_notes(page: int) -> str:
     return "\n".join(lines)
 
 
-def make_agent(llm: LLM) -> Agent:
-    memory = Memory()
-    return Agent(
-        llm=llm,
-        system=SYSTEM,
-        tools=[fetch_notes, *memory_tools(memory)],
-        memory=memory,
-        max_steps=PAGES + 6,
-        max_context_tokens=4_000,
-        keep_recent=2,
-        artifacts_dir=None,
-    )
-
-
-def policy(body: dict[str, Any]) -> Any:
+def model(body: dict[str, Any]) -> Any:
     """The scripted analyst: reads page after page, saves the budget, reads it back at the end."""
     results = latest_results(body)
     if not results:
@@ -89,20 +78,32 @@ def policy(body: dict[str, Any]) -> Any:
 
 
 def summarizer(body: dict[str, Any]) -> str:
-    """A vague handover note, as real summaries can be: it names no figure."""
+    """The scripted summary call: a vague handover note, as real summaries can be: no figure."""
     return (
         "1. Request: read the notes, report the budget.\n2. Some pages read.\n3. none\n4. none\n5. The rest."
     )
 
 
-EXAMPLE = Example(
-    name="e04_memory",
-    prompt=PROMPT,
-    make_agent=make_agent,
-    policy=policy,
-    summarizer=summarizer,
-    moves_cache_prefix=True,
-)
+def main(argv: Sequence[str] | None = None) -> RunResult:
+    course = Course(EXAMPLE, argv)
+    memory = Memory()  # outside the history: compaction cannot touch it
+    with course.llm(model, summarizer=summarizer, moves_cache_prefix=True) as llm:
+        agent = Agent(
+            llm=llm,
+            system=SYSTEM,
+            tools=[fetch_notes, *memory_tools(memory)],  # memory_write, memory_read, ...
+            memory=memory,  # its keys ride on the newest user turn
+            max_steps=PAGES + 6,
+            max_context_tokens=4_000,  # a small window: the head is folded three times
+            keep_recent=2,
+            artifacts_dir=None,
+            on_event=course.show,
+        )
+        result = agent.run(PROMPT)
+    print(f"answer: {result.text}")
+    course.usage(result.usage)
+    return result
+
 
 if __name__ == "__main__":
-    raise SystemExit(main(EXAMPLE))
+    main()

@@ -1,4 +1,4 @@
-"""Idea 6, prompt caching and effort: from step 2 on, the prompt is mostly read back from the cache.
+"""Lesson 6, prompt caching and effort: from step 2 on, the prompt is mostly read back from the cache.
 
 A support agent with a long house handbook as its system prompt looks up four
 policy sections, one per step, then answers. Every request resends the tools, the
@@ -15,8 +15,8 @@ should work: low for these lookups. It is part of the cached prefix's key: chang
 between steps (override `choose_effort(state)`) and the cached *messages* are lost
 (tools and system stay cached), so pick one per task, not per step.
 
-What to look for in the output: `read=` is 0 at step 1 and then covers the previous
-step's whole prompt; `step_hit=` is this call's share of prompt tokens read from the
+What to look for in the output (the usage table): `read=` is 0 at step 1 and then covers
+the previous step's whole prompt; `step_hit=` is this call's share of prompt tokens read from the
 cache, `run_hit=` the share over the run so far; `effort=low` on every line.
 Nothing volatile (a date, a request id) may go into the system prompt: one changed
 byte there and every read drops to 0 (the prefix guard in `agent/context/cache.py`
@@ -29,13 +29,15 @@ logs why).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from agent import LLM, Agent, tool
+from agent import Agent, RunResult, tool
 from agent.testing.policies import call, step_number
+from examples._course import Course
 from examples._handbook import SECTIONS, SYSTEM
-from examples._runner import Example, main
 
+EXAMPLE = "e06_caching"  # its cassette: cassettes/examples/e06_caching.yaml
 TOPICS = ("refunds", "shipping", "warranty", "privacy")
 PROMPT = "A customer's blender broke after 40 days. What are their options, and what do we need from them?"
 
@@ -52,20 +54,8 @@ def lookup_policy(topic: str) -> str:
     return f"[{topic}] {SECTIONS[topic]}"
 
 
-def make_agent(llm: LLM) -> Agent:
-    return Agent(
-        llm=llm,
-        system=SYSTEM,
-        tools=[lookup_policy],
-        effort="low",  # the same on every step: a change of effort would miss the cached messages
-        max_steps=len(TOPICS) + 2,
-        keep_recent=0,  # no pruning here: every step is a plain step, the prefix never moves
-        artifacts_dir=None,
-    )
-
-
-def policy(body: dict[str, Any]) -> Any:
-    """The scripted agent: looks the sections up in order, one per step, then answers from them."""
+def model(body: dict[str, Any]) -> Any:
+    """The scripted model: looks the sections up in order, one per step, then answers from them."""
     step = step_number(body)
     if step <= len(TOPICS):
         topic = TOPICS[step - 1]
@@ -78,7 +68,24 @@ def policy(body: dict[str, Any]) -> Any:
     )
 
 
-EXAMPLE = Example(name="e06_caching", prompt=PROMPT, make_agent=make_agent, policy=policy)
+def main(argv: Sequence[str] | None = None) -> RunResult:
+    course = Course(EXAMPLE, argv)
+    with course.llm(model) as llm:
+        agent = Agent(
+            llm=llm,
+            system=SYSTEM,  # the long handbook: cached once, read back on every later step
+            tools=[lookup_policy],
+            effort="low",  # the same on every step: a change of effort would miss the cached messages
+            max_steps=len(TOPICS) + 2,
+            keep_recent=0,  # no pruning here: every step is a plain step, the prefix never moves
+            artifacts_dir=None,
+            on_event=course.show,
+        )
+        result = agent.run(PROMPT)
+    print(f"answer: {result.text}")
+    course.usage(result.usage)  # read= / write= / uncached= per step, and the hit rates
+    return result
+
 
 if __name__ == "__main__":
-    raise SystemExit(main(EXAMPLE))
+    main()

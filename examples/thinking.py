@@ -9,7 +9,8 @@ through the `on_event` callback every `Agent` takes.
 
 What to look for in the output:
 
-* `thinking>` lines: the model's reasoning, streamed before each answer or tool call;
+* `[step N] thinking>` lines: the model's reasoning, streamed before each answer or tool
+  call (so before that step's line in the usage table, and at `-v 2` before its tool call);
 * the thinking block goes back to the model unchanged at the next step (its signature
   covers its text; on the 5.5 family, also everything before it);
 * `out=` counts thinking and answer together: thinking is billed as output.
@@ -21,23 +22,28 @@ What to look for in the output:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from agent import LLM, Agent, Event
+from agent import Agent, Event, RunResult
 from agent.testing.policies import call, latest_results
-from examples._runner import Example, main
+from examples._course import Course
 from tools import calculator
 
+EXAMPLE = "thinking"  # its cassette: cassettes/examples/thinking.yaml
 PROMPT = "A shop sells 1,296 mugs a month at 8,450 won each. What is a year's revenue?"
 
 
 class ShowThinking:
-    """An `on_event` callback: collects each step's streamed thinking and prints it whole."""
+    """An `on_event` callback: collects each step's streamed thinking and prints it whole;
+    every other event goes on to `then` (the course's printer)."""
 
-    def __init__(self) -> None:
+    def __init__(self, then: Callable[[Event], None]) -> None:
         self.parts: list[str] = []
+        self.then = then
 
     def __call__(self, event: Event) -> None:
+        self.then(event)
         if event.kind == "thinking":
             self.parts.append(event.text)
         elif event.kind == "step_end" and self.parts:
@@ -45,19 +51,7 @@ class ShowThinking:
             self.parts.clear()
 
 
-def make_agent(llm: LLM) -> Agent:
-    return Agent(
-        llm=llm,
-        model="claude-opus-5",
-        system="You are a careful analyst. Use the calculator for every multiplication.",
-        tools=[calculator],
-        thinking={"type": "adaptive", "display": "summarized"},
-        on_event=ShowThinking(),
-        max_steps=6,
-    )
-
-
-def policy(body: dict[str, Any]) -> Any:
+def model(body: dict[str, Any]) -> Any:
     """The scripted model: thinks, multiplies twice with the calculator, then answers."""
     done = [r.text for r in latest_results(body) if r.name == "calculator"]
     steps = sum(m["role"] == "assistant" for m in body["messages"])
@@ -78,7 +72,23 @@ def policy(body: dict[str, Any]) -> Any:
     ]
 
 
-EXAMPLE = Example(name="thinking", prompt=PROMPT, make_agent=make_agent, policy=policy)
+def main(argv: Sequence[str] | None = None) -> RunResult:
+    course = Course(EXAMPLE, argv)
+    with course.llm(model) as llm:
+        agent = Agent(
+            llm=llm,
+            model="claude-opus-5",
+            system="You are a careful analyst. Use the calculator for every multiplication.",
+            tools=[calculator],
+            thinking={"type": "adaptive", "display": "summarized"},  # show it (by default: empty)
+            on_event=ShowThinking(then=course.show),  # prints each step's thinking as the step ends
+            max_steps=6,
+        )
+        result = agent.run(PROMPT)
+    print(f"answer: {result.text}")
+    course.usage(result.usage)
+    return result
+
 
 if __name__ == "__main__":
-    raise SystemExit(main(EXAMPLE))
+    main()

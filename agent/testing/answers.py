@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.testing.mcp_blocks import MCP_BLOCKS, mcp_block
+from agent.testing.policies import HINT
 
 __all__ = ["ERROR_TYPES", "Reply", "error_body", "json_reply", "normalize"]
 
@@ -73,10 +74,10 @@ def normalize(answer: Any) -> tuple[list[dict[str, Any]], str]:
         elif _scripted_server_block(block):
             content.append(dict(block))
         else:
-            raise ValueError(f"policy returned a block the API never sends: {block!r}")
+            raise ValueError(f"policy returned a block the API never sends: {block!r}; {HINT}")
     visible = [b for b in content if b["type"] not in ("thinking", "redacted_thinking")]
     if not visible and stop_reason not in ("max_tokens", "refusal", "pause_turn"):
-        raise ValueError("policy returned no content")
+        raise ValueError(f"policy returned no content; {HINT}")
     if stop_reason is None:
         stop_reason = "tool_use" if any(b["type"] == "tool_use" for b in content) else "end_turn"
     return content, str(stop_reason)

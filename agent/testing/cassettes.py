@@ -11,8 +11,9 @@ when the test was recorded. So:
   something are kept (request: content-type, anthropic-version, anthropic-beta;
   response: content-type, server, retry-after). `authorization` and `x-api-key`
   never reach the file.
-* A replay that misses raises `CassetteMiss` (an `AssertionError`) carrying vcrpy's
-  explanation and the diff, not the SDK's bare "Connection error.".
+* A replay that misses raises `CassetteMiss` (an `AssertionError`, and the run's
+  `ModelCallFailed`) whose first lines are the diff against the nearest recorded request,
+  not the SDK's bare "Connection error." with vcrpy's and httpx's stack chained before it.
 * `metadata` records where the cassette came from (`recorded_on`: simulator or api)
   and whether its test may move the cache prefix (`moves_cache_prefix`), so the
   cassette lint (`agent.testing.cassette_lint`) can judge it without importing the test.
@@ -34,6 +35,7 @@ import anthropic
 from anthropic.types import Message
 
 from agent.anthropic_llm import AnthropicLLM
+from agent.errors import ModelCallFailed
 
 __all__ = [
     "REPLAY_BASE_URL",
@@ -229,12 +231,19 @@ class ReadableYAML:
 # -- replay and metadata --------------------------------------------------------------
 
 
-class CassetteMiss(AssertionError):
-    """The framework sent a request the cassette does not hold (or the cassette is missing)."""
+class CassetteMiss(ModelCallFailed, AssertionError):
+    """The framework sent a request the cassette does not hold (or the cassette is missing).
+
+    A `ModelCallFailed` so that a run raises it as itself (with the run so far), its first
+    lines the diff against the nearest recorded request; an `AssertionError` because it is
+    a test's failure, not the model's."""
 
 
 class CassetteLLM(AnthropicLLM):
-    """`AnthropicLLM` that turns a vcrpy miss into `CassetteMiss` with the diff."""
+    """`AnthropicLLM` that turns a vcrpy miss into `CassetteMiss` with the diff.
+
+    The miss is raised with nothing chained: the SDK's "Connection error." and vcrpy's
+    stack below it only push the diff down the failure."""
 
     def create(self, request: Mapping[str, Any]) -> Message:
         try:
@@ -243,7 +252,7 @@ class CassetteLLM(AnthropicLLM):
             miss = _miss(error)
             if miss is None:
                 raise
-            raise miss from error
+            raise miss from None
 
     def count_tokens(self, request: Mapping[str, Any]) -> int:
         try:
@@ -252,7 +261,12 @@ class CassetteLLM(AnthropicLLM):
             miss = _miss(error)
             if miss is None:
                 raise
-            raise miss from error
+            raise miss from None
+
+
+RERECORD = (
+    "If the change is intended, re-record with `pytest <test> --record-mode=rewrite` (cassettes/README.md)."
+)
 
 
 def _miss(error: BaseException) -> CassetteMiss | None:
@@ -261,11 +275,41 @@ def _miss(error: BaseException) -> CassetteMiss | None:
     cause = error.__cause__
     if not isinstance(cause, CannotOverwriteExistingCassetteException):
         return None
-    return CassetteMiss(
-        "the request is not in the cassette: what the framework sends has changed since it was "
-        "recorded (or the cassette is missing). If the change is intended, re-record with "
-        "`pytest <test> --record-mode=rewrite` (cassettes/README.md).\n\n" + str(cause)
-    )
+    cassette = cause.cassette
+    where = f"Cassette: {getattr(cassette, '_path', '?')}"
+    nearest = _nearest(cassette, cause.failed_request)
+    if nearest is None:  # missing, played out, or nothing alike: vcrpy's account says it best
+        head = "the request is not in the cassette (or the cassette is missing). " + RERECORD
+        return CassetteMiss(f"{head}\n\n{cause}")
+    number, lines = nearest
+    of = f"request {number} of {len(cassette.requests)}; - recorded, + sent"
+    head = f"the request is not in the cassette; against the nearest recorded one ({of}):"
+    return CassetteMiss("\n".join([head, *lines, RERECORD, where]))
+
+
+def _nearest(cassette: Any, request: Any) -> tuple[int, list[str]] | None:
+    """The recorded request that differs least from `request` (its 1-based number) and how it
+    differs, one line per changed JSON path (`-` recorded, `+` this request); None when no
+    recorded request is alike (vcrpy found none sharing a matcher) or one matches in full."""
+    similar = cassette.find_requests_with_most_matches(request)
+    if not similar or not all(failed for _, _, failed in similar):
+        return None
+
+    def differences(failed: Sequence[tuple[str, Any]]) -> list[str]:
+        lines = []
+        for name, message in failed:
+            said = [
+                line for line in str(message or "").splitlines() if not line.startswith(("---", "+++", "@@"))
+            ]
+            lines += (
+                [f"  {line}" for line in said] if name == "json_body" else [f"  {name}: {' '.join(said)}"]
+            )
+        return lines
+
+    shown = [(recorded, differences(failed)) for recorded, _, failed in similar]
+    recorded, lines = min(shown, key=lambda pair: len(pair[1]))
+    number = next(i for i, r in enumerate(cassette.requests, start=1) if r is recorded)
+    return number, lines
 
 
 def stamp(cassette: Any, **metadata: Any) -> None:

@@ -1,18 +1,29 @@
-"""Scripted policies for `MessagesSimulator`: read the request, answer like a model would.
+"""The one vocabulary for scripting a model, shared by `ScriptedLLM` and `MessagesSimulator`.
 
-A policy is `policy(request_body) -> answer`, where the answer is a string, a list
-of content blocks, or `{"content": [...], "stop_reason": ...}`. The good ones are
-*stateless*: they decide from the request alone (the prompt, the latest tool
-results), so the same history always gets the same answer, a re-recorded
+A *policy* is `policy(request_body) -> answer`; a `ScriptedLLM` script is a list of answers
+(or of policies, or one policy). Both take the same answers: a string, a content block, a
+list of strings and blocks, or `reply(...)` (which can also set `stop_reason` and usage).
+The good policies are *stateless*: they decide from the request alone (the prompt, the
+latest tool results), so the same history always gets the same answer, a re-recorded
 cassette comes out identical, and one policy serves many runs at once.
 
-    call("calculator", a=2, op="*", b=3)     # a tool_use block (the simulator names its id)
-    prompt_text(body)                        # the first user message's text
-    latest_results(body)                     # the tool results the model is reading now
-    visible_tools(body)                      # the tools it can call (deferred ones once found)
+    call("calculator", a=2, op="*", b=3)     # a tool_use block (the model names its id)
+    tool_use("calculator", {"a": 2}, id=...) # the same block, input as a dict, id fixed
+    text("Done.")                            # a text block (a bare string is one too)
+    reply("Checking.", call(...))            # a whole reply; stop_reason=..., usage too
+    server_call("web_search", {...}, [...])  # a server tool's call and result, side by side
     scripted(answer1, answer2, ...)          # answer N at the N-th step of a run
-    arithmetic                               # calls `calculator` for "123456 × 789", then answers
-    echo_summarizer                          # a tool-less summary call's answer
+
+What a policy can read from the request body:
+
+    prompt_text(body)                        # the first user message's text
+    step_number(body)                        # 1 on the first call, +1 per assistant turn
+    latest_results(body)                     # ToolResult(name, input, text, is_error) for
+                                             # each result in the last user turn, in order
+    visible_tools(body)                      # the tools it can call (deferred ones once found)
+
+Two ready policies: `arithmetic` (calls `calculator` for "123456 × 789", then answers) and
+`echo_summarizer` (a tool-less summary call's answer).
 """
 
 from __future__ import annotations
@@ -25,23 +36,105 @@ from typing import Any
 from agent.testing.deferred import visible_tools
 
 __all__ = [
+    "HINT",
     "ToolResult",
     "arithmetic",
+    "as_reply",
     "call",
     "echo_summarizer",
     "latest_results",
     "prompt_text",
+    "reply",
     "scripted",
+    "server_call",
     "step_number",
+    "text",
+    "tool_use",
     "visible_tools",
 ]
 
 Body = Mapping[str, Any]
 
+HINT = (
+    "answer with a string, call(name, **input), text(...), reply(...) or a list of them "
+    "(agent.testing.policies)"
+)
+
 
 def call(name: str, /, **input: Any) -> dict[str, Any]:
-    """A `tool_use` block asking for `name(**input)`."""
+    """A `tool_use` block asking for `name(**input)`; the model that sends it names its id."""
     return {"type": "tool_use", "name": name, "input": input}
+
+
+def tool_use(name: str, input: Mapping[str, Any] | None = None, id: str | None = None) -> dict[str, Any]:
+    """`call` with the input as a dict (for field names that are not identifiers) and, for
+    tests about ids, the id fixed."""
+    block: dict[str, Any] = {"type": "tool_use", "name": name, "input": dict(input or {})}
+    return {**block, "id": id} if id is not None else block
+
+
+def text(value: str) -> dict[str, Any]:
+    """A text block."""
+    return {"type": "text", "text": value}
+
+
+def server_call(
+    name: str,
+    input: Mapping[str, Any],
+    content: Any,
+    *,
+    result_type: str | None = None,
+    id: str | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A server tool's call and its result, as the API puts them side by side in one turn:
+    `reply("Searching.", *server_call("web_search", {"query": q}, [result...]), "Found it.")`.
+    Without `id`, the model that sends it names it (and links the result to it)."""
+    use: dict[str, Any] = {"type": "server_tool_use", "name": name, "input": dict(input)}
+    result: dict[str, Any] = {"type": result_type or f"{name}_tool_result", "content": content}
+    if id is not None:
+        use["id"], result["tool_use_id"] = id, id
+    return use, result
+
+
+def reply(*content: Mapping[str, Any] | str, stop_reason: str | None = None, **usage: int) -> dict[str, Any]:
+    """A whole reply; `stop_reason` defaults to tool_use when it holds a tool call, and
+    `usage` fields (`input_tokens=...`) override the estimates."""
+    blocks = [_block(c) for c in content]
+    if stop_reason is None:
+        stop_reason = "tool_use" if any(b.get("type") == "tool_use" for b in blocks) else "end_turn"
+    return {"content": blocks, "stop_reason": stop_reason, "usage": usage}
+
+
+def as_reply(answer: Any) -> dict[str, Any]:
+    """Any answer of the vocabulary as a `reply(...)` dict; a shape outside it is a `TypeError`
+    that names the helper to use instead (mixing a response dict with a block is the usual slip)."""
+    if isinstance(answer, Mapping) and "type" not in answer:
+        if "content" not in answer and "name" in answer:
+            _block(answer)  # raises, naming `call`
+        if not isinstance(answer.get("content"), list | tuple | str):
+            raise TypeError(f"not an answer: {answer!r}; {HINT}")
+        stop = answer.get("stop_reason")
+        shaped = reply(*_items(answer["content"]), stop_reason=stop, **dict(answer.get("usage") or {}))
+        return {**answer, **shaped}
+    return reply(*_items(answer))
+
+
+def _items(answer: Any) -> list[Any]:
+    if isinstance(answer, str | Mapping):
+        return [answer]
+    if isinstance(answer, list | tuple):
+        return list(answer)
+    raise TypeError(f"not an answer: {answer!r}; {HINT}")
+
+
+def _block(item: Any) -> dict[str, Any]:
+    if isinstance(item, str):
+        return text(item)
+    if isinstance(item, Mapping) and isinstance(item.get("type"), str):
+        return dict(item)
+    if isinstance(item, Mapping) and "name" in item:
+        raise TypeError(f"a tool call needs its type: use call({item['name']!r}, ...) for {item!r}")
+    raise TypeError(f"not a content block: {item!r}; {HINT}")
 
 
 def _blocks(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:

@@ -14,6 +14,11 @@ with nothing to copy into a conftest:
   installed, else `AGENT_RECORD_MODE=rewrite`) it talks to the simulator running `policy`,
   or to the real API when `ANTHROPIC_API_KEY` is set, and writes the cassette.
 * `agent_cassette` is that open vcrpy cassette, for a test that wants to look inside.
+* `simulated_api` stands a simulator in for the real API, for code written against it
+  (`Agent()` with no `llm=`, `anthropic.Anthropic()`, a README block run by
+  pytest-markdown-docs with `fixture:simulated_api`): `ANTHROPIC_BASE_URL` points at it,
+  `ANTHROPIC_API_KEY` holds a placeholder, and the test runs in a temporary directory, so
+  the files the code writes land there. It answers "ok"; set `sim.policy` to script it.
 
 The plugin is loaded by every pytest run where the package is installed, so importing
 it costs nothing: the simulator, the SDK and vcrpy are imported only when a fixture is
@@ -36,7 +41,14 @@ if TYPE_CHECKING:
     from agent.anthropic_llm import AnthropicLLM
     from agent.testing.simulator import MessagesSimulator, Policy
 
-__all__ = ["agent_cassette", "agent_cassette_dir", "record_mode", "recorded_llm", "simulator"]
+__all__ = [
+    "agent_cassette",
+    "agent_cassette_dir",
+    "record_mode",
+    "recorded_llm",
+    "simulated_api",
+    "simulator",
+]
 
 RECORD_MODES = ("none", "once", "new_episodes", "all", "rewrite")
 
@@ -79,6 +91,18 @@ def simulator() -> Iterator[Callable[..., MessagesSimulator]]:
 
 
 @pytest.fixture
+def simulated_api(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[MessagesSimulator]:
+    """The Messages API on loopback in place of the real one (see the module docstring)."""
+    from agent.testing.simulator import MessagesSimulator
+
+    with MessagesSimulator() as sim:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", sim.base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-simulated")
+        monkeypatch.chdir(tmp_path)
+        yield sim
+
+
+@pytest.fixture
 def agent_cassette_dir(request: pytest.FixtureRequest) -> Path:
     """Where this module's cassettes live: `<rootdir>/cassettes/<test module>/`."""
     return request.config.rootpath / "cassettes" / request.path.stem
@@ -91,7 +115,9 @@ def agent_cassette(request: pytest.FixtureRequest, agent_cassette_dir: Path) -> 
         import vcr  # type: ignore[import-untyped]
     except ImportError:
         pytest.fail(
-            "recorded_llm needs vcrpy and PyYAML: pip install 'agent-from-scratch[testing]'", pytrace=False
+            "recorded_llm needs vcrpy and PyYAML: pip install vcrpy "
+            "(or, from the checkout, pip install -e '.[testing]')",
+            pytrace=False,
         )
     from agent.testing import cassettes
 

@@ -2,7 +2,7 @@
 
 A policy scripts a server tool the way the model's output shows it: a
 `server_tool_use` block and its `*_tool_result` block in the assistant content
-(`agent.testing.scripted.server_call` builds the pair), maybe with
+(`agent.testing.scripted_llm.server_call` builds the pair), maybe with
 `stop_reason="pause_turn"`. The API fills in what the model does not choose, and
 so does this module:
 

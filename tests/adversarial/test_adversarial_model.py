@@ -59,6 +59,7 @@ def _clear() -> None:
     ran.clear()
 
 
+@pytest.mark.filterwarnings("error")  # nor is it handed to pydantic, whose serializer would warn
 @pytest.mark.parametrize("bad_input", ["text", None, 42, [["text", "x"]], 1.5, True])
 def test_tool_input_that_is_not_an_object_becomes_an_error_result(bad_input: Any) -> None:
     llm = ScriptedLLM([raw_reply(call("toolu_1", bad_input)), reply("ok")])

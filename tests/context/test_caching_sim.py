@@ -21,7 +21,6 @@ from agent.testing.cache_model import render
 from agent.testing.policies import call, latest_results
 from agent.testing.simulator import MessagesSimulator
 from examples import e06_caching as caching
-from examples._runner import run as run_example
 
 MODEL = "claude-opus-5"  # minimum cacheable prefix 512 tokens (WIRE-RULES)
 SYSTEM = (
@@ -283,24 +282,34 @@ def step_reads(lines: Sequence[str]) -> list[int]:
     return [int(m.group(1).replace(",", "")) for m in found if m]
 
 
-def test_caching_example_reads_the_cache_from_step_two_on(monkeypatch: pytest.MonkeyPatch) -> None:
+def play(flags: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[RunResult, list[str]]:
+    capsys.readouterr()
+    result = caching.main(flags)
+    return result, capsys.readouterr().out.splitlines()
+
+
+def test_caching_example_reads_the_cache_from_step_two_on(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    outcome = run_example(caching.EXAMPLE, "simulator", out=lambda line: None)
-    assert outcome.ok and outcome.result is not None and outcome.result.stop_reason == "end_turn"
-    assert "offline" in outcome.lines[0]
-    reads = step_reads(outcome.lines)
+    result, lines = play([], capsys)
+    assert result.stop_reason == "end_turn"
+    assert "offline" in lines[0]
+    reads = step_reads(lines)
     assert len(reads) == len(caching.TOPICS) + 1
     assert reads[0] == 0 and all(read > 0 for read in reads[1:])
-    steps = outcome.result.steps
+    steps = result.steps
     assert reads == [u.cache_read for u in steps]
     for before, now in itertools.pairwise(steps):
         assert now.cache_read == before.prompt and now.uncached == 0  # the whole history is read back
 
 
-def test_caching_example_replays_its_cassette(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_caching_example_replays_its_cassette(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    replayed = run_example(caching.EXAMPLE, "replay", out=lambda line: None)
-    offline = run_example(caching.EXAMPLE, "simulator", out=lambda line: None)
-    assert replayed.ok and "replaying" in replayed.lines[0]
-    assert step_reads(replayed.lines) == step_reads(offline.lines)
-    assert replayed.sent_bytes == offline.sent_bytes
+    replayed, replay_lines = play(["--replay"], capsys)
+    offline, offline_lines = play([], capsys)
+    assert "replaying" in replay_lines[0]
+    assert step_reads(replay_lines) == step_reads(offline_lines)
+    assert replayed.messages == offline.messages  # the same conversation, from the tape

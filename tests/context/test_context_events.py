@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from agent import Agent, Event, tool
-from agent.testing.scripted import ScriptedLLM, reply, tool_use
+from agent.testing.scripted_llm import ScriptedLLM, reply, tool_use
 from agent.usage import Usage
 
 SUMMARY = "1. Request: read pages.\n2. Pages read so far.\n3. none\n4. none\n5. More pages."

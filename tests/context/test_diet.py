@@ -234,15 +234,13 @@ def test_the_refund_example_slims_reads_back_and_refunds(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from examples import e07_refund as orders
-    from examples._runner import run
 
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.setattr(orders, "ARTIFACTS", str(tmp_path))
     printed: list[str] = []
     monkeypatch.setattr("builtins.print", lambda *a, **k: printed.append(" ".join(map(str, a))))
-    outcome = run(orders.EXAMPLE, "simulator", out=lambda line: None)
-    assert outcome.ok and outcome.result is not None
-    assert outcome.result.text == "Refund RF-0007 of 89,000 KRW requested for order 20260712-0007."
+    result = orders.main([])
+    assert result.text == "Refund RF-0007 of 89,000 KRW requested for order 20260712-0007."
     diet = [line for line in printed if "raw ~" in line]
     assert [line.split()[0] for line in diet] == [
         "search_orders",

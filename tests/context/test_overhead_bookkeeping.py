@@ -569,7 +569,7 @@ def test_running_usage_totals_equal_the_full_sums_whatever_happens_to_the_list(
         record = _record(step, cost, prompt)
         if action == "add":
             usage.add(record)
-        elif action == "append":  # a caller's own append, as examples/_runner.py does
+        elif action == "append":  # a caller's own append
             usage.steps.append(record)
         elif action == "replace_last" and usage.steps:
             usage.steps[-1] = record

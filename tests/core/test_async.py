@@ -307,6 +307,9 @@ def test_events_report_steps_and_tools_in_order(runner: Runner) -> None:
         ("step_start", 2, None),
         ("step_end", 2, None),
     ]
+    call, result = (e for e in seen if e.kind in ("tool_call", "tool_result"))
+    assert call.input == {"note": "a"}  # what a progress display shows of a call: its arguments
+    assert result.text == "recorded a"  # and of its result: what came back
 
 
 def refund_answers(request: dict[str, Any]) -> dict[str, Any]:

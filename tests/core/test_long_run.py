@@ -9,6 +9,7 @@ what batching the pruning buys in cache reads.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -84,14 +85,17 @@ def test_batched_pruning_keeps_the_cache_reading(
     assert (batched.result.usage.cost_usd or 0) < (every_step.result.usage.cost_usd or 0)
 
 
-def test_the_context_example_stays_flat_offline() -> None:
+def test_the_context_example_stays_flat_offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from examples import e03_context as context
-    from examples._runner import run
 
-    lines: list[str] = []
-    outcome = run(context.EXAMPLE, "simulator", out=lines.append)
-    assert outcome.ok and outcome.result is not None and outcome.result.stop_reason == "end_turn"
-    usage = outcome.result.usage.steps
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setattr(context, "ARTIFACTS", str(tmp_path / "artifacts"))  # not the repo's artifacts/
+    result = context.main([])
+    lines = capsys.readouterr().out.splitlines()
+    assert result.stop_reason == "end_turn"
+    usage = result.usage.steps
     prompts = [u.prompt for u in usage if u.purpose == "step"]
     assert len(prompts) > context.PAGES
     assert sum(u.purpose == "summary" for u in usage) >= 1

@@ -213,6 +213,8 @@ def test_usage_is_parsed_priced_and_logged(tmp_path: Path, caplog: pytest.LogCap
     assert "[step 1] prompt=3,600 (read=3,000 write=200 uncached=400) out=100 $0.0043" in caplog.text
     records = [json.loads(line) for line in log_file.read_text().splitlines()]
     assert [r["step"] for r in records] == [1, 2] and records[0]["prompt"] == 3600
+    (run_id,) = {r["run_id"] for r in records}  # one log can hold many runs, told apart by this
+    assert run_id
 
 
 def test_unknown_model_has_no_cost_rather_than_a_guess() -> None:

@@ -39,7 +39,7 @@ def test_every_way_into_the_sdk_refuses_before_sending() -> None:
     ):
         with pytest.raises(MissingAPIKey, match="set ANTHROPIC_API_KEY") as caught:
             attempt()
-        assert "offline" in str(caught.value) and "python -m examples.e01_loop" in str(caught.value)
+        assert "Offline" in str(caught.value) and "python -m examples.e01_loop" in str(caught.value)
     with pytest.raises(MissingAPIKey):
         asyncio.run(AsyncAnthropicLLM().acreate(REQUEST))
     assert AnthropicLLM(api_key="k").client.api_key == "k"  # a key given as an argument is enough
@@ -67,10 +67,21 @@ def test_without_a_key_run_raises_a_short_traceback_naming_the_variable() -> Non
     assert "event loop" not in done.stderr and "During handling" not in done.stderr
 
 
+def test_the_offline_line_the_missing_key_message_suggests_runs_as_pasted(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(MissingAPIKey) as caught:
+        Agent().run("hi")
+    suggested = re.findall(r"`([^`]+)`", str(caught.value))
+    assert len(suggested) == 1
+    exec(suggested[0], {})
+    assert capsys.readouterr().out == "Hello!\n"
+
+
 def test_the_readme_hello_agent_says_why_offline_and_its_twin_runs_as_written() -> None:
     text = README.read_text(encoding="utf-8")
     section = text[text.index("## Hello, agent") : text.index("## How one step works")]
-    live, twin = re.findall(r"```python\n(.*?)```", section, re.S)[:2]
+    live, twin = re.findall(r"```python[^\n]*\n(.*?)```", section, re.S)[:2]
     namespace: dict[str, object] = {}
     with pytest.raises(MissingAPIKey, match="set ANTHROPIC_API_KEY"):
         exec(live, namespace)

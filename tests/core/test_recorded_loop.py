@@ -8,6 +8,7 @@ change in what the framework sends fails here with a diff. Re-record with
 
 from __future__ import annotations
 
+import traceback
 from typing import Any
 
 import pytest
@@ -91,9 +92,21 @@ def test_a_changed_request_fails_the_replay_with_a_diff(recorded_llm: Any, agent
     if not agent_cassette.write_protected:
         return  # recording: only the run above goes into the cassette
     changed = Agent(system=SYSTEM + " Be terse.", tools=[calculator], llm=llm)
-    with pytest.raises(ModelCallFailed) as caught:
+    with pytest.raises(CassetteMiss) as caught:  # a ModelCallFailed too: raised as itself
         changed.run("What is 2 × 3?")
-    miss = caught.value.__cause__
-    assert isinstance(miss, CassetteMiss)
-    assert "re-record with `pytest <test> --record-mode=rewrite`" in str(miss)
-    assert '+$.system[0].text = "You are a careful assistant.' in str(miss) and "Be terse." in str(miss)
+    miss = caught.value
+    assert isinstance(miss, ModelCallFailed) and miss.result is not None
+    first, removed, added, *rest = str(miss).splitlines()
+    assert first.startswith("the request is not in the cassette; against the nearest recorded one")
+    assert removed == f'  -$.system[0].text = "{SYSTEM}"'
+    assert added == f'  +$.system[0].text = "{SYSTEM} Be terse."'
+    assert rest[0].startswith(
+        "If the change is intended, re-record with `pytest <test> --record-mode=rewrite`"
+    )
+
+    # the failure reads as the miss: its first line and diff, nothing of httpx or vcrpy chained before it
+    shown = traceback.format_exception(miss)
+    assert shown[-1].startswith("agent.testing.cassettes.CassetteMiss: the request is not in the cassette")
+    assert all(part.startswith(("Traceback", "  File")) for part in shown[:-1])
+    plumbing = ("above exception", "During handling", "event loop", "APIConnectionError", "CannotOverwrite")
+    assert not [word for word in plumbing if word in "".join(shown)]

@@ -3,7 +3,11 @@ are the log's numbers."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +20,8 @@ from matplotlib.image import imread
 from agent.ext.charts import chart
 from benchmarks import economics
 from examples import e06_caching
-from examples._runner import run
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +30,8 @@ def log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("chart") / "usage.jsonl"
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("ANTHROPIC_API_KEY", raising=False)
-        assert run(e06_caching.EXAMPLE, "simulator", out=lambda line: None, usage_log=str(path)).ok
+        with contextlib.redirect_stdout(io.StringIO()):
+            e06_caching.main(["-v", "0", "--usage-log", str(path)])
     return path
 
 
@@ -111,3 +117,60 @@ def test_the_framework_never_imports_the_plotting_libraries() -> None:
     code = f"import agent, sys; print(sorted(m for m in {plotting} if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def usage_rows(*runs: int, run_ids: bool = False) -> list[dict[str, object]]:
+    """Usage records of runs of the given lengths, one after the other, as one log holds them."""
+    return [
+        {"step": step, "uncached": 400, "cache_read": 300 * step, "cache_write": 200, "cost_usd": 0.01}
+        | ({"run_id": f"run-{number}"} if run_ids else {})
+        for number, steps in enumerate(runs, 1)
+        for step in range(1, steps + 1)
+    ]
+
+
+def test_a_monochrome_chart_tells_its_parts_apart_by_glyph() -> None:
+    text = chart.terminal(chart.series(usage_rows(4)), "piped", color=False)
+    for part, glyph in chart.GLYPHS.items():
+        assert f"{glyph * 2} {chart.LABELS[part]}" in text  # the legend names the glyph
+        assert glyph * 8 in text  # and the bars are drawn with it
+    assert len(set(chart.GLYPHS.values())) == len(chart.PARTS)
+
+
+def test_a_log_of_two_runs_is_charted_run_by_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert {run: len(rows) for run, rows in chart.split_runs(usage_rows(3, 2)).items()} == {"#1": 3, "#2": 2}
+    interleaved = usage_rows(2, 2, run_ids=True)
+    interleaved[1], interleaved[2] = interleaved[2], interleaved[1]  # two runs writing at once
+    assert {run: [r["step"] for r in rows] for run, rows in chart.split_runs(interleaved).items()} == {
+        "run-1": [1, 2],
+        "run-2": [1, 2],
+    }
+
+    log = tmp_path / "usage.jsonl"
+    log.write_text("".join(json.dumps(row) + "\n" for row in usage_rows(3, 2)))
+    png = tmp_path / "runs.png"
+    assert chart.main([str(log), "--png", str(png)]) == 0
+    out = capsys.readouterr().out
+    first, second = out.index("usage.jsonl, run #1: 3 calls"), out.index("usage.jsonl, run #2: 2 calls")
+    assert first < second and "5 calls" not in out
+    assert imread(png).shape[:2] == (400, 1100)  # `compare_figure`: a row of two panels, one per run
+
+
+@pytest.mark.slow  # runs the command in a subprocess
+def test_the_chart_command_ends_quietly_when_its_reader_leaves(tmp_path: Path) -> None:
+    log = tmp_path / "usage.jsonl"  # 40 runs: far more chart than a pipe holds
+    log.write_text("".join(json.dumps(row) + "\n" for row in usage_rows(*[3] * 40)))
+    assert cut_after_one_line([sys.executable, "-m", "agent.ext.charts.chart", str(log)]) == (141, "")
+
+
+def cut_after_one_line(command: list[str]) -> tuple[int, str]:
+    """Run `command` as `command | head -1` would: read one line, close the pipe, and give back
+    the exit code and what it wrote to stderr."""
+    with subprocess.Popen(
+        command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as process:
+        assert process.stdout is not None and process.stderr is not None
+        assert process.stdout.readline()
+        process.stdout.close()
+        errors = process.stderr.read()
+        return process.wait(timeout=60), errors

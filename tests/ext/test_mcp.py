@@ -245,7 +245,7 @@ def test_agent_imports_without_the_mcp_sdk() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    assert "pip install 'agent-from-scratch[mcp]'" in out.stdout
+    assert "pip install -e '.[mcp]' from the checkout" in out.stdout
 
 
 def test_what_the_model_reads_of_each_kind_of_content() -> None:

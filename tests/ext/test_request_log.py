@@ -195,3 +195,62 @@ def test_a_call_that_fails_is_in_the_log_and_a_later_extension_sees_its_body(tmp
     assert [step for step, _ in logged] == [1, 2]
     assert [request for _, request in logged] == llm.requests
     assert all(request["metadata"] == {"user_id": "u-1"} for _, request in logged)
+
+
+def test_inspect_lists_the_steps_of_a_request_log_and_a_session(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agent.ext.request_log.inspect import main
+
+    llm, log, session = run_long(tmp_path)
+    sent = step_requests(llm)
+    assert main([str(log)]) == 0  # no --step: the listing
+    lines = capsys.readouterr().out.splitlines()
+    (run,) = {run for run, _, _ in read_requests(log)}
+    assert lines[:2] == [f"{len(sent)} requests in {log}", f"run {run}"]
+    for line, (step, request) in zip(lines[2:], enumerate(sent, 1), strict=True):
+        size = len(json.dumps(request, ensure_ascii=False).encode())
+        assert line.startswith(f"step {step:>3}  model=claude-opus-5  messages={len(request['messages'])}  ")
+        assert f"  bytes={size:,}  " in line
+    assert lines[2].endswith("ends_with=user: text") and lines[3].endswith(
+        "ends_with=user: tool_result fetch"
+    )
+
+    assert main([str(log), "--json"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["run"], r["step"], r["messages"]) for r in rows] == [
+        (run, n, len(r["messages"])) for n, r in enumerate(sent, 1)
+    ]
+
+    assert main([str(session)]) == 0  # a session holds the replies: tokens, stop reasons, tools
+    listed = capsys.readouterr().out.splitlines()
+    assert listed[0] == f"{len(llm.requests)} model calls in {session}"
+    assert "stop_reason=tool_use  tools=fetch" in listed[1] and listed[-1].endswith("stop_reason=end_turn")
+    assert sum("purpose=summary" in line for line in listed) == len(llm.requests) - len(sent)
+
+
+def test_inspect_help_documents_the_listing(capsys: pytest.CaptureFixture[str]) -> None:
+    from agent.ext.request_log.inspect import main
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "without it, list the steps" in " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.slow  # runs the command in a subprocess
+def test_inspect_ends_quietly_when_its_reader_leaves(tmp_path: Path) -> None:
+    from agent.ext.request_log.log import append_request
+
+    log = tmp_path / "requests.jsonl"  # one request far bigger than a pipe holds
+    append_request(
+        log, {"model": "m", "messages": [{"role": "user", "content": "x " * 2_000_000}]}, "r", 1, {}
+    )
+    command = [sys.executable, "-m", "agent.ext.request_log.inspect", str(log), "--step", "1", "--json"]
+    with subprocess.Popen(
+        command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as process:
+        assert process.stdout is not None and process.stderr is not None
+        assert process.stdout.readline() == "{\n"
+        process.stdout.close()  # as `| head -1` does
+        errors = process.stderr.read()
+        assert (process.wait(timeout=60), errors) == (141, "")

@@ -120,7 +120,13 @@ def test_a_summary_is_recorded_as_soon_as_it_is_paid_for(tmp_path: Path) -> None
         assert len(records) == paid_so_far  # a crash now must not lose what the summaries cost
         return reply(tool_use("page", {"n": len(on_disk)}))
 
-    agent = Agent(llm=ScriptedLLM([policy] * 40), tools=[page], max_context_tokens=2500, max_steps=8)
+    agent = Agent(
+        llm=ScriptedLLM([policy] * 40),
+        tools=[page],
+        max_context_tokens=2500,
+        max_steps=8,
+        artifacts_dir=tmp_path / "artifacts",
+    )
     with pytest.raises(StepBudgetExceeded):
         agent.run("read pages", extensions=[Session(path)])
     assert paid and max(on_disk) >= 1

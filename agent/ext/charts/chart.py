@@ -10,6 +10,10 @@ compaction and caching did; the cumulative dollars beside them show what it cost
 A table of numbers says the same, but a cache that stopped reading at step 30 is
 seen in a second on a chart and missed in a table.
 
+A log that several runs appended to is charted run by run (`split_runs`), in file order:
+one chart per run, or one panel per run in the PNG. Without colour (piped, not a TTY) each
+part of a bar is drawn with its own glyph (`GLYPHS`), which the legend shows.
+
 Plotting is an optional extra (`pip install -e ".[plot]"`: plotext for the terminal,
 matplotlib for the file); the framework never imports this module, and this module
 imports them only when it draws.
@@ -19,17 +23,29 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RunSeries", "compare_png", "main", "read_usage_log", "series", "terminal", "write_png"]
+__all__ = [
+    "RunSeries",
+    "compare_png",
+    "main",
+    "read_usage_log",
+    "series",
+    "split_runs",
+    "terminal",
+    "write_png",
+]
 
 PARTS = ("uncached", "cache_read", "cache_write")
 LABELS = {"uncached": "uncached", "cache_read": "cache read", "cache_write": "cache write"}
 COLORS = {"uncached": "tab:red", "cache_read": "tab:green", "cache_write": "tab:orange"}
+GLYPHS = {"uncached": "#", "cache_read": ":", "cache_write": "="}
+"""What tells the parts apart without colour: plain ASCII, so they read in any font or pager."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +80,26 @@ def read_usage_log(path: str | Path) -> list[dict[str, Any]]:
     return records
 
 
+def split_runs(records: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    """The records of each run, by run id, runs in the order they first appear: a log is
+    appended to, so one file may hold several runs, and charted as one they read as a single
+    run whose steps restart. Records carry no run id today (`Usage.to_json`), so a record
+    without `run_id` (or `run`) starts a new run where its step goes back (numbered `#1`,
+    `#2`, ...). Two runs of a single step each, or runs interleaved in one file, then read as
+    one: only a run id tells those apart."""
+    runs: dict[str, list[Mapping[str, Any]]] = {}
+    unnamed, last_step = 1, None
+    for record in records:
+        run = record.get("run_id", record.get("run"))
+        if run is None:
+            if last_step is not None and record["step"] < last_step:
+                unnamed += 1
+            last_step = record["step"]
+            run = f"#{unnamed}"
+        runs.setdefault(str(run), []).append(record)
+    return runs
+
+
 def series(records: Sequence[Mapping[str, Any]]) -> RunSeries:
     """The chartable series of usage records (as `Usage.to_json` writes them)."""
     spent, cumulative = 0.0, []
@@ -92,18 +128,25 @@ def terminal(
     """The chart as text for a terminal: prompt tokens per call (stacked), then cumulative $."""
     import plotext as plt  # type: ignore[import-untyped]  # the optional `plot` extra
 
-    plt.clf()
+    plt.main()  # plotext is one global figure: `clf` in a subplot clears only that subplot,
+    plt.clf()  # and a second chart (the next run of a log) would be drawn into the first's
     plt.plotsize(width, height)
     if not color:
         plt.theme("clear")
     plt.subplots(2, 1)
     plt.subplot(1, 1)
-    plt.stacked_bar(list(run.calls), [list(run.part(p)) for p in PARTS], labels=[LABELS[p] for p in PARTS])
+    plt.stacked_bar(
+        list(run.calls),
+        [list(run.part(p)) for p in PARTS],
+        labels=[LABELS[p] for p in PARTS],
+        marker=None if color else [GLYPHS[p] for p in PARTS],
+    )
     plt.title(f"{_title(run, title)}: prompt tokens per call")
     plt.subplot(2, 1)
     plt.plot(list(range(1, len(run.calls) + 1)), list(run.cumulative_usd), label="cumulative $")
     plt.xlabel("call")
     text: str = plt.build()
+    plt.main()
     plt.clf()
     return text if color else str(plt.uncolorize(text))
 
@@ -172,26 +215,40 @@ def compare_png(runs: Mapping[str, RunSeries], path: str | Path) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command: one chart per run of the log, in the terminal and/or a PNG."""
+    try:
+        code = _command(argv)
+        sys.stdout.flush()  # a reader that left (`| head`) shows here, not at exit
+    except BrokenPipeError:  # end quietly, as `cat` would; stdout to /dev/null so exit's flush passes
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    return code
+
+
+def _command(argv: Sequence[str] | None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m agent.ext.charts.chart", description=__doc__.splitlines()[0]
     )
     parser.add_argument("log", help="a usage log (JSON lines), as Agent(usage_log=...) writes it")
-    parser.add_argument("--png", help="also write the chart to this PNG file")
+    parser.add_argument("--png", help="also write the chart to this PNG file (a panel per run)")
     parser.add_argument("--no-terminal", action="store_true", help="do not draw in the terminal")
     args = parser.parse_args(argv)
     try:
-        run = series(read_usage_log(args.log))
+        groups = split_runs(read_usage_log(args.log))
     except (OSError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    if not run.calls:
+    if not groups:
         print(f"error: {args.log} holds no usage records", file=sys.stderr)
         return 1
-    title = Path(args.log).name
-    if not args.no_terminal:
-        print(terminal(run, title, color=sys.stdout.isatty()))
+    name = Path(args.log).name
+    runs = {name if len(groups) == 1 else f"{name}, run {run}": series(rows) for run, rows in groups.items()}
+    if not args.no_terminal:  # drawn and printed run by run: a reader that leaves stops the drawing
+        for number, (title, run) in enumerate(runs.items()):
+            print(("\n" if number else "") + terminal(run, title, color=sys.stdout.isatty()))
     if args.png:
-        print(f"wrote {write_png(run, args.png, title)}")
+        (title, run), *more = runs.items()
+        print(f"wrote {compare_png(runs, args.png) if more else write_png(run, args.png, title)}")
     return 0
 
 

@@ -8,8 +8,8 @@
 
 `mcp_tools` starts each server (or connects to it) on entry, turns its tools into registry
 tools (`agent.ext.mcp.tools`), and stops every server on exit, also after an exception, so no
-child process outlives the block. Needs the optional `mcp` extra (`pip install
-agent-from-scratch[mcp]`); importing this package does not, only entering a toolset does.
+child process outlives the block. Needs the optional `mcp` extra (`pip install -e
+".[mcp]"` from the checkout); importing this package does not, only entering a toolset does.
 
 The connector (`agent.ext.mcp.connector`) is the other way: the API itself calls a remote
 server's tools, nothing runs here:
@@ -97,7 +97,8 @@ class McpTools(Sequence[McpTool]):
             import mcp  # noqa: F401
         except ImportError as error:
             raise ImportError(
-                "MCP tools need the official `mcp` SDK: pip install 'agent-from-scratch[mcp]'"
+                "MCP tools need the official `mcp` SDK: pip install -e '.[mcp]' from the checkout "
+                "(or pip install mcp)"
             ) from error
         try:
             for server in self.servers:

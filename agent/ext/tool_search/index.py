@@ -14,7 +14,7 @@ Three sources, fused by weighted reciprocal-rank fusion (each source contributes
 * **names**: tools whose whole name is spelled by the query words (`slack` + `post` +
   `message`), which settles near-duplicates across vendor families.
 
-BM25 needs the `toolsearch` extra (`pip install agent-from-scratch[toolsearch]`); without
+BM25 needs the `toolsearch` extra (`pip install -e ".[toolsearch]"` from the checkout); without
 it the index says so when built, not at import.
 """
 
@@ -33,7 +33,10 @@ __all__ = ["Hit", "ToolIndex", "Weights", "document_words"]
 RRF_K = 10
 """Small: the useful ranks are the first few, and a large K flattens them into ties."""
 
-EXTRA_HINT = "tool search needs the `toolsearch` extra: pip install 'agent-from-scratch[toolsearch]'"
+EXTRA_HINT = (
+    "tool search needs the `toolsearch` extra: pip install -e '.[toolsearch]' from the checkout "
+    "(or pip install rank-bm25 snowballstemmer)"
+)
 
 
 @dataclass(frozen=True)
