@@ -319,6 +319,10 @@ def test_e07_refund_says_what_the_diet_cut_and_refunds(capsys: pytest.CaptureFix
         "get_order",
         "request_refund",
     ]
+    sizes = re.search(r"raw ~\s*([\d,]+) tokens -> sent ~\s*([\d,]+) tokens", diet[0])
+    assert sizes is not None
+    raw, sent = (int(n.replace(",", "")) for n in sizes.groups())
+    assert raw > 10 * sent, f"search_orders: {raw} raw vs {sent} sent tokens"
     assert diet[0].endswith(".json)") and "(cut 7 more items, 28 other fields; full: artifact:" in diet[0]
     assert "(cut 29 other fields: ordered_at, qty, currency, payment, ...; full: artifact:" in diet[3]
     assert diet[4].endswith("(cut 3 other fields: reason, method, days; full result not kept)")

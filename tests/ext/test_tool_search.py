@@ -138,7 +138,7 @@ def test_generic_parameters_link_nothing() -> None:
 
 def test_without_the_extra_the_index_says_which_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "rank_bm25", None)
-    with pytest.raises(ImportError, match=r"agent-from-scratch\[toolsearch\]"):
+    with pytest.raises(ImportError, match=r"pip install -e '\.\[toolsearch\]'"):
         ToolIndex(DECLARATIONS)
 
 
