@@ -38,7 +38,7 @@ from agent.models import ModelInfo, Price
 from agent.render import redact
 from agent.state import check_budgets
 from agent.steps import ask
-from agent.usage import Usage
+from agent.usage import Usage, billed_iterations
 
 if TYPE_CHECKING:
     from agent.config import AgentConfig
@@ -165,7 +165,7 @@ def book_answer(
     )
     book_usage(config, state, record)
     calibration = state.calibration
-    calibration.observe(raw, record.prompt, calibration.hidden_tokens(request))
+    calibration.observe(raw, record.prompt_sent(), calibration.hidden_tokens(request))
     details = response.usage.output_tokens_details
     if details is not None and details.thinking_tokens:
         calibration.note_thinking(
@@ -173,8 +173,24 @@ def book_answer(
         )
     if config.cache:
         reported = getattr(response.usage, "cache_read_input_tokens", None) is not None
-        state.cache_guard.observe(request, record, reported=reported)
+        state.cache_guard.observe(request, record, reported=reported, server_edits=server_edits(response))
     return response
+
+
+def server_edits(response: Message) -> list[str]:
+    """The context edits the server applied to this request (`context_management.applied_edits`,
+    an extension's request asked for them), by type: they rewrite the prompt the cache saw."""
+    managed = getattr(response, "context_management", None)
+    if managed is None and isinstance(response.__pydantic_extra__, dict):
+        managed = response.__pydantic_extra__.get("context_management")
+    if managed is not None and hasattr(managed, "model_dump"):
+        managed = managed.model_dump()
+    edits = managed.get("applied_edits") if isinstance(managed, Mapping) else None
+    return (
+        [str(e.get("type", "edit")) for e in edits if isinstance(e, Mapping)]
+        if isinstance(edits, list)
+        else []
+    )
 
 
 async def call_with_retries(config: AgentConfig, request: dict[str, Any], state: RunState) -> Message:
@@ -205,7 +221,8 @@ _COUNTS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_cr
 
 
 def check_usage(response: Message) -> None:
-    """Raise `ImpossibleUsage` unless every reported token count is a whole number >= 0."""
+    """Raise `ImpossibleUsage` unless every reported token count, each of `usage.iterations`
+    included, is a whole number >= 0."""
     usage = getattr(response, "usage", None)
     if usage is None:
         return
@@ -213,6 +230,10 @@ def check_usage(response: Message) -> None:
         value = getattr(usage, name, None)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
             raise ImpossibleUsage(f"the answer reports usage.{name}={value!r}")
+    try:
+        billed_iterations(usage)
+    except ValueError as error:
+        raise ImpossibleUsage(str(error)) from None
 
 
 async def _send(config: AgentConfig, request: dict[str, Any], state: RunState) -> Message:

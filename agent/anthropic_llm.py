@@ -3,9 +3,14 @@
 It streams by default. Today's models think inside `max_tokens`, so a useful budget is
 tens of thousands of tokens; a non-streamed call that long risks an HTTP timeout that the
 SDK retries and bills again, and the SDK refuses large non-streamed `max_tokens`
-outright. The SDK's stream helper returns the very same `Message`. A stream that ends
-before `message_stop`, or carries an `error` event, is a `StreamCutOff`: a lost answer,
-never a final one.
+outright. A stream that ends before `message_stop`, or carries an `error` event, is a
+`StreamCutOff`: a lost answer, never a final one.
+
+The SDK sends every request (its stream helper's, so the headers are its own), but the reply
+is read from the body the API sent, streamed or not (`agent.stream`): the SDK's accumulator
+and its stable types drop what they do not model (an MCP call's streamed input, a compaction's
+content, `context_management`, `usage.iterations`, whole block types). Both paths return the
+same `Message`, every field the API sent kept.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing_extensions import Self
 from agent.errors import MissingAPIKey
 from agent.llm import Delta
 from agent.models import ModelTable, refine_from_capabilities
+from agent.stream import ReplyStream, message
 
 __all__ = ["AnthropicLLM", "AsyncAnthropicLLM", "StreamCutOff", "split_betas"]
 
@@ -39,7 +45,7 @@ def _require_key(client: anthropic.Anthropic | anthropic.AsyncAnthropic) -> None
 
 _COUNTED_KEYS = ("model", "messages", "system", "tools", "tool_choice", "thinking")
 
-BETA_BODY_KEYS = ("mcp_servers",)
+BETA_BODY_KEYS = ("mcp_servers", "context_management")
 """Body keys only the SDK's beta methods declare: sent through `extra_body`, so the stable
 methods (which refuse unknown keyword arguments) carry them unchanged."""
 
@@ -60,28 +66,38 @@ class StreamCutOff(anthropic.APIResponseValidationError):
     connection, it is retried, its possible cost counted, and past the retries a failed call."""
 
 
-def _relay(event: Any, on_delta: Delta | None) -> str:
-    """Pass one stream event's text or thinking delta on; return the event's type."""
-    if on_delta is not None:
-        if event.type == "text":
-            on_delta("text", event.text)
-        elif event.type == "thinking":
-            on_delta("thinking", event.thinking)
-    return str(event.type)
+def _relay(reply: ReplyStream, events: list[dict[str, Any]], on_delta: Delta | None, response: Any) -> None:
+    """Pass the events' text and thinking deltas on; `StreamCutOff` at an `error` event (a 200
+    stream that failed half-way: overloaded, say)."""
+    if reply.error is not None:
+        why = f"the reply stream carried an error: {reply.error}"
+        raise StreamCutOff(response=response, body=reply.error, message=why)
+    if on_delta is None:
+        return
+    for event in events:
+        delta = event.get("delta") if event.get("type") == "content_block_delta" else None
+        if isinstance(delta, dict) and delta.get("type") == "text_delta":
+            on_delta("text", str(delta.get("text", "")))
+        elif isinstance(delta, dict) and delta.get("type") == "thinking_delta":
+            on_delta("thinking", str(delta.get("thinking", "")))
 
 
-def _mid_stream(error: anthropic.APIStatusError, response: Any) -> None:
-    """Raise `StreamCutOff` for an `error` event inside a 200 stream (it keeps the 200)."""
-    if error.status_code == 200:
-        why = f"the reply stream carried an error: {error}"
+def _read(response: Any) -> Message:
+    """A non-streamed reply's `Message`, read from the body the API sent."""
+    body = response.json()
+    if not isinstance(body, dict):
+        raise anthropic.APIResponseValidationError(
+            response=response, body=body, message="the reply is no object"
+        )
+    return message(body)
+
+
+def _whole(reply: ReplyStream, response: Any) -> Message:
+    """The streamed reply's `Message`; `StreamCutOff` unless its `message_stop` came."""
+    if not reply.complete:
+        why = f"the reply stream ended before message_stop (last event: {reply.last or 'none'})"
         raise StreamCutOff(response=response, body=None, message=why)
-
-
-def _whole(last: str, response: Any) -> None:
-    """Raise `StreamCutOff` unless the stream's last event was its `message_stop`."""
-    if last != "message_stop":
-        why = f"the reply stream ended before message_stop (last event: {last or 'none'})"
-        raise StreamCutOff(response=response, body=None, message=why)
+    return message(reply.message())
 
 
 class AnthropicLLM:
@@ -126,23 +142,20 @@ class AnthropicLLM:
         if self.streaming:
             return self.stream(request)
         body, headers = split_betas(request)
-        response: Message = self.client.messages.create(**body, extra_headers=headers or None)
-        return response
+        raw = self.client.messages.with_raw_response.create(**body, extra_headers=headers or None)
+        return _read(raw.http_response)
 
     def stream(self, request: Mapping[str, Any], on_delta: Delta | None = None) -> Message:
-        """Stream the reply through the SDK's helper; the final `Message` is what `create` returns."""
+        """Stream the reply (the request sent by the SDK's helper, the events read as the API
+        sent them); the final `Message` is what `create` returns."""
         _require_key(self.client)
         body, headers = split_betas(request)
         with self.client.messages.stream(**body, extra_headers=headers or None) as events:
-            last = ""
-            try:
-                for event in events:
-                    last = _relay(event, on_delta)
-            except anthropic.APIStatusError as error:
-                _mid_stream(error, events.response)
-                raise
-            _whole(last, events.response)
-            return events.get_final_message()
+            reply = ReplyStream()
+            for chunk in events.response.iter_bytes():
+                _relay(reply, reply.feed(chunk), on_delta, events.response)
+            _relay(reply, reply.finish(), on_delta, events.response)
+            return _whole(reply, events.response)
 
     def count_tokens(self, request: Mapping[str, Any]) -> int:
         _require_key(self.client)
@@ -195,20 +208,16 @@ class AsyncAnthropicLLM(AnthropicLLM):
         if self.streaming:
             return await self.astream(request)
         body, headers = split_betas(request)
-        response: Message = await self.aclient.messages.create(**body, extra_headers=headers or None)
-        return response
+        raw = await self.aclient.messages.with_raw_response.create(**body, extra_headers=headers or None)
+        return _read(raw.http_response)
 
     async def astream(self, request: Mapping[str, Any], on_delta: Delta | None = None) -> Message:
         """`stream`, awaited: deltas reported as they arrive, the final `Message` returned."""
         _require_key(self.aclient)
         body, headers = split_betas(request)
         async with self.aclient.messages.stream(**body, extra_headers=headers or None) as events:
-            last = ""
-            try:
-                async for event in events:
-                    last = _relay(event, on_delta)
-            except anthropic.APIStatusError as error:
-                _mid_stream(error, events.response)
-                raise
-            _whole(last, events.response)
-            return await events.get_final_message()
+            reply = ReplyStream()
+            async for chunk in events.response.aiter_bytes():
+                _relay(reply, reply.feed(chunk), on_delta, events.response)
+            _relay(reply, reply.finish(), on_delta, events.response)
+            return _whole(reply, events.response)

@@ -8,17 +8,21 @@ the history itself: a `tool_result` answers the `tool_use` with the same id.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import anthropic.types
 from anthropic.types import Message
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from agent.tools import ToolCall
 
 __all__ = [
     "SERVER_CALLS",
+    "RawBlock",
     "answered_ids",
     "as_object",
     "assistant_message",
@@ -54,6 +58,30 @@ _RESULT_TYPES = {
     "tool_search_tool_bm25": "tool_search_tool_result",
 }
 _ERROR_CONTENT = {"mcp_tool_result"}  # results whose error is `is_error` + text, not an error object
+
+
+class RawBlock(BaseModel):
+    """A reply block of a type the stable SDK does not model (`mcp_tool_use`, `mcp_tool_result`,
+    `compaction`, `advisor_tool_result`, `fallback`, any type to come), as the API sent it.
+
+    The SDK would build it as a `TextBlock` with its type overridden (`text` and `citations`
+    null, the real fields extra, a serializer warning on each dump); this one reads like any
+    block (`block.type`, `block.input`) and goes back to the API as the dict it came as (`wire`)."""
+
+    model_config = ConfigDict(extra="allow")
+    type: str
+    _wire: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @classmethod
+    def of(cls, block: Mapping[str, Any]) -> RawBlock:
+        wire = copy.deepcopy(dict(block))
+        made = cls.model_validate(wire)
+        made._wire = wire
+        return made
+
+    def wire(self) -> dict[str, Any]:
+        """The block as the API sent it (a copy), keys in its order."""
+        return copy.deepcopy(self._wire)
 
 
 def is_server_call(block: Mapping[str, Any]) -> bool:
@@ -150,8 +178,10 @@ def assistant_message(
 
     `drop_tool_uses` is for a turn that ends the run or was cut off: its calls must not run,
     and a `tool_use` without a result would invalidate any later request. A server call and
-    its result stay or go as a pair. `after` is the history this turn follows: a result here
-    may answer a call made there; a call there still unanswered gets `closing_results`.
+    its result stay or go as a pair; a `tool_use` made by a server call's code (its `caller`,
+    programmatic tool calling) stays or goes with that call. `after` is the history this turn
+    follows: a result here may answer a call made there; a call there still unanswered gets
+    `closing_results`.
     """
     return _assistant(response, _unique_ids(response, after), drop_tool_uses, after)
 
@@ -171,8 +201,8 @@ def _assistant(
             continue  # the API rejects empty text blocks
         dumped = _dumped(block)
         if block.type == "tool_use":
-            if drop_tool_uses:
-                continue
+            if drop_tool_uses and _code_caller(dumped) is None:
+                continue  # a call made by code goes with its code's call (`_whole_server_pairs`)
             dumped["id"] = ids[index]
             dumped["input"] = as_object(dumped.get("input"))
         content.append(dumped)
@@ -188,19 +218,71 @@ TOOL_USE_ID = re.compile(r"[a-zA-Z0-9_-]+")
 
 
 def _dumped(block: Any) -> dict[str, Any]:
-    """A reply block as the wire carries it back; a `tool_use` whose input is not an object, or
-    nests too deep to serialise, goes back with `{}` (its call gets an error result; the history
-    stays valid). A non-object is swapped before dumping: the SDK builds replies unvalidated, and
-    pydantic would warn on serialising an input its `dict` field does not expect."""
+    """A reply block as the wire carries it back: the fields the API sent (`exclude_unset`: never
+    a default it did not send), its nulls where the request type requires the key (`_drop_nulls`);
+    a `RawBlock` as its dict. A `tool_use` whose input is not an object,
+    or nests too deep to serialise, goes back with `{}` (its call gets an error result; the
+    history stays valid). A non-object is swapped before dumping: the SDK builds replies
+    unvalidated, and pydantic would warn on serialising an input its `dict` field does not expect."""
+    if isinstance(block, RawBlock):
+        wire = block.wire()
+        if "input" in wire and not isinstance(wire["input"], Mapping):
+            wire["input"] = {}  # a streamed input whose JSON did not parse
+        return wire
     if block.type == "tool_use" and not isinstance(block.input, Mapping):
         block = block.model_copy(update={"input": {}})
     try:
-        dumped: dict[str, Any] = block.model_dump(mode="json", exclude_none=True)
+        dumped: dict[str, Any] = block.model_dump(mode="json", exclude_unset=True)
     except (ValueError, RecursionError):
         if block.type != "tool_use":
             raise
-        dumped = block.model_copy(update={"input": {}}).model_dump(mode="json", exclude_none=True)
+        block = block.model_copy(update={"input": {}})
+        dumped = block.model_dump(mode="json", exclude_unset=True)
+    _drop_nulls(dumped)
     return dumped
+
+
+def _drop_nulls(value: Any) -> None:
+    """`value` (a dumped block) without its nulls, bar those of keys the request type for their
+    `type` requires: nullable, but never to be left out (`char_location.document_title`; its
+    absence is a 400). An optional key's null says what its absence says, and some are keys the
+    request types have not at all (`code_execution_result.abort_reason`). A call's `input` is
+    the model's own data, kept whole."""
+    if isinstance(value, dict):
+        kind = value.get("type")
+        kept = _required_nullable().get(kind, frozenset()) if isinstance(kind, str) else frozenset()
+        for key in list(value):
+            if value[key] is None and key not in kept:
+                del value[key]
+            elif key != "input":
+                _drop_nulls(value[key])
+    elif isinstance(value, list):
+        for item in value:
+            _drop_nulls(item)
+
+
+@functools.cache
+def _required_nullable() -> dict[str, frozenset[str]]:
+    """Block `type` -> the keys the stable SDK's request types (`*Param`) require but let be null."""
+    found: dict[str, set[str]] = {}
+    for name, param in vars(anthropic.types).items():
+        annotations = getattr(param, "__annotations__", None) if name.endswith("Param") else None
+        literal = _LITERAL.search(str(annotations.get("type", ""))) if isinstance(annotations, dict) else None
+        if not (annotations and literal):
+            continue
+        keys = {key for key, kind in annotations.items() if _REQUIRED_NULLABLE.match(_spelled(kind))}
+        for kind in re.findall(r"['\"]([^'\"]+)['\"]", literal.group(1)):
+            found.setdefault(kind, set()).update(keys)
+    return {kind: frozenset(keys) for kind, keys in found.items() if keys}
+
+
+def _spelled(annotation: Any) -> str:
+    """An annotation as its source spells it (the SDK's are forward references)."""
+    return str(getattr(annotation, "__forward_arg__", annotation))
+
+
+_LITERAL = re.compile(r"Literal\[([^\]]*)\]")
+_REQUIRED_NULLABLE = re.compile(r"^Required\[(Optional\[|Union\[.*\bNone\b)")
 
 
 def _unique_ids(response: Message, after: Sequence[Msg] = ()) -> dict[int, str]:
@@ -235,15 +317,28 @@ def _unique_ids(response: Message, after: Sequence[Msg] = ()) -> dict[int, str]:
 
 
 def _whole_server_pairs(content: list[dict[str, Any]], earlier: set[str]) -> list[dict[str, Any]]:
-    """`content` without server calls lacking their result, nor results lacking their call."""
+    """`content` without server calls lacking their result, nor results lacking their call, nor
+    client calls made by the code of a call that went (programmatic tool calling)."""
     calls = {b.get("id") for b in content if b.get("type") in SERVER_CALLS} | earlier
     answered = {b.get("tool_use_id") for b in content if is_server_result(b)}
-    return [
+    kept = [
         b
         for b in content
         if not (b.get("type") in SERVER_CALLS and b.get("id") not in answered)
         and not (is_server_result(b) and b.get("tool_use_id") not in calls)
     ]
+    running = {b.get("id") for b in kept if b.get("type") in SERVER_CALLS} | earlier | {None}
+    return [b for b in kept if b.get("type") != "tool_use" or _code_caller(b) in running]
+
+
+def _code_caller(block: Mapping[str, Any]) -> str | None:
+    """The id of the server call whose code made this client call (`caller`, programmatic tool
+    calling), or None for a call the model made itself. Such a call is part of its code's run,
+    so it is sent back as it came, a final turn's included."""
+    caller = block.get("caller")
+    if isinstance(caller, Mapping) and caller.get("type") not in (None, "direct"):
+        return str(caller.get("tool_id"))
+    return None
 
 
 def as_object(value: Any) -> dict[str, Any]:

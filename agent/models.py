@@ -170,6 +170,34 @@ def _bound(
 
 # From the platform docs (late 2026), as summarised in shared/WIRE-RULES.md. Where the docs did
 # not say, an entry takes the permissive value (accepts what the API might) and no price.
+# Prices: https://platform.claude.com/docs/en/about-claude/pricing ("Model pricing"). Every model
+# the installed SDK names (`anthropic.types.Model`) has an entry; tests/core/test_today_models.py
+# checks that, and says why the unpriced ones are unpriced.
+_FABLE_5_PRICE = Price.from_base(10.0, 50.0)  # reads $1: the standard 0.1x
+_FABLE_5_1_PRICE = Price(10.0, 12.5, 20.0, 0.25, 50.0)  # reads 0.025x input, not 0.1x
+_FABLE_5_2_PRICE = Price(8.0, 10.0, 16.0, 0.20, 40.0)  # reads 0.025x input, not 0.1x
+
+
+def _fable_5(model_id: str) -> ModelInfo:
+    """Fable 5 and Mythos 5 (one model, two safeguard sets; the same specs and prices):
+    adaptive thinking is the only mode (`disabled` and a budget are a 400), reasoning comes
+    back only summarized and only on request; thinking blocks are not yet bound to their
+    prefix and forced tool use is still accepted (both changed in 5.1). platform.claude.com
+    /docs/en/models/fable-5/overview and /docs/en/models/fable-5/migration-guide."""
+    return ModelInfo(
+        model_id,
+        context_window=1_000_000,
+        max_output=128_000,
+        min_cacheable=512,
+        price=_FABLE_5_PRICE,
+        efforts=_ALL_EFFORTS,
+        default_effort="high",
+        thinking_types=_ADAPTIVE_ONLY,
+        thinks_by_default=True,
+        thinking_display="omitted",
+    )
+
+
 _DEFAULT_MODELS = (
     _bound("claude-opus-5-5", Price(4.0, 5.0, 8.0, 0.20, 20.0), effort="medium"),
     _bound("claude-sonnet-5-5", Price(2.0, 2.5, 4.0, 0.20, 10.0), thinking=("adaptive", "between_tools")),
@@ -181,10 +209,25 @@ _DEFAULT_MODELS = (
         effort="medium",
         forced_tool_use=True,
     ),
-    _bound("claude-fable-5-1", None),
-    _bound("claude-fable-5-2", None),
-    _bound("claude-mythos-5-1", None),
-    _bound("claude-mythos-5-2", None),
+    _bound("claude-fable-5-1", _FABLE_5_1_PRICE),
+    _bound("claude-fable-5-2", _FABLE_5_2_PRICE),
+    _bound("claude-mythos-5-1", _FABLE_5_1_PRICE),  # limited availability; Fable 5.1's prices
+    _bound("claude-mythos-5-2", None),  # limited availability; the pricing page gives it no price
+    _fable_5("claude-fable-5"),
+    _fable_5("claude-mythos-5"),
+    # Mythos Preview (invitation only, succeeded by Mythos 5): adaptive thinking only, on when
+    # `thinking` is absent; cache minimum 2,048. The pricing page lists no price for it.
+    ModelInfo(
+        "claude-mythos-preview",
+        context_window=1_000_000,
+        max_output=128_000,
+        min_cacheable=2048,
+        price=None,
+        efforts=_ALL_EFFORTS,
+        default_effort="high",
+        thinking_types=_ADAPTIVE_ONLY,
+        thinks_by_default=True,
+    ),
     ModelInfo(
         "claude-opus-5",
         context_window=1_000_000,
@@ -209,8 +252,16 @@ _DEFAULT_MODELS = (
         thinks_by_default=True,
         thinking_display="omitted",
     ),
-    ModelInfo("claude-opus-4-8", 1_000_000, 128_000, 1024, _OPUS_PRICE, _ALL_EFFORTS, "high", _ANY_THINKING),
-    ModelInfo("claude-opus-4-7", 1_000_000, 128_000, 2048, _OPUS_PRICE, _ALL_EFFORTS, "high", _ANY_THINKING),
+    # Opus 4.7 has no extended thinking (`enabled` with a budget is a 400): adaptive, off when
+    # `thinking` is absent; Opus 4.8 "builds on Claude Opus 4.7" with the same adaptive thinking.
+    # platform.claude.com/docs/en/build-with-claude/adaptive-thinking, /docs/en/about-claude
+    # /models/whats-new-claude-4-8
+    ModelInfo(
+        "claude-opus-4-8", 1_000_000, 128_000, 1024, _OPUS_PRICE, _ALL_EFFORTS, "high", _ADAPTIVE_OR_OFF
+    ),
+    ModelInfo(
+        "claude-opus-4-7", 1_000_000, 128_000, 2048, _OPUS_PRICE, _ALL_EFFORTS, "high", _ADAPTIVE_OR_OFF
+    ),
     ModelInfo("claude-opus-4-6", 1_000_000, 128_000, 4096, _OPUS_PRICE, _UP_TO_MAX, "high", _ANY_THINKING),
     ModelInfo("claude-opus-4-5", 200_000, 64_000, 4096, _OPUS_PRICE, _UP_TO_HIGH, "high"),
     ModelInfo(

@@ -4,23 +4,29 @@ A prompt is billed in three parts, each at its own price: uncached input, cache 
 cache reads. Judging a change by `input_tokens` alone once caching is on is the classic
 mistake, so every record carries all three and their sum. A model without a known price
 costs `None`: a guessed dollar figure is worse than none.
+
+One call can be several samplings, each billed: server-side compaction summarizes before the
+answer, an advisor tool runs a second model mid-answer, a server tool loop samples once per
+turn, a server-side fallback answers on another model. The response lists them in
+`usage.iterations`, and then the top-level counts are only part of the bill: a step costs the
+sum of its iterations, each at its own model's prices (`billed_iterations` states the rule).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 from anthropic.types import Message
 
 from agent.models import MODELS, ModelTable, Price
 
-__all__ = ["PRICES", "Price", "RunUsage", "Usage", "cost_of", "price_for"]
+__all__ = ["PRICES", "Price", "RunUsage", "Usage", "billed_iterations", "cost_of", "price_for"]
 
 log = logging.getLogger("agent")
 
@@ -48,6 +54,102 @@ def cost_of(usage: Mapping[str, Any], price: Price) -> float:
     return dollars
 
 
+_COUNTS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
+def billed_iterations(usage: Any) -> list[dict[str, Any]]:
+    """The sampling iterations `usage` (a response's) lists, as dicts in the API's shape; []
+    when it lists none. `ValueError` for a list no server could mean (an entry that is not
+    an object, a count that is not a whole number >= 0).
+
+    How they relate to the top-level counts, from the SDK's documentation of
+    `usage.iterations` (anthropic 2.15, `BetaUsage`) and responses recorded from the live API
+    (../shared/realdata): the top level counts the response's own model answering (its
+    `message` entries, or the `fallback_message` entry of a turn a fallback model served) and
+    leaves the rest out. A `compaction` entry's tokens "are not included in the top-level
+    `usage` fields"; an `advisor_message` entry is the advisor model's sub-inference, billed at
+    that model's prices and outside the top level too (recorded on claude-sonnet-5: top-level
+    input 2,390 = its two `message` entries, 1,128 + 1,262; the advisor's 2,518 on
+    claude-opus-4-8 in neither). So once iterations are listed, the bill is their sum, each at
+    the prices of its own `model` (the response's when it names none), and the top level is a
+    part of that sum, never added to it. Should the entries ever sum to less than the top
+    level, the difference is billed too, at the response's model: a step never costs less
+    than its top-level usage.
+    """
+    listed = _undeclared(usage, "iterations")
+    if listed is None:
+        return []
+    if not isinstance(listed, Sequence) or isinstance(listed, (str, bytes)):
+        raise ValueError(f"usage.iterations is not a list: {listed!r}")
+    entries = []
+    for number, entry in enumerate(listed):
+        plain = entry.model_dump() if hasattr(entry, "model_dump") else entry
+        if not isinstance(plain, Mapping):
+            raise ValueError(f"usage.iterations[{number}] is not an object: {entry!r}")
+        for name in (*_COUNTS, "ephemeral_1h_input_tokens"):
+            where = plain.get("cache_creation") if name == "ephemeral_1h_input_tokens" else plain
+            value = where.get(name) if isinstance(where, Mapping) else None
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise ValueError(f"the answer reports usage.iterations[{number}].{name}={value!r}")
+        entries.append(dict(plain))
+    return entries
+
+
+class _Tokens(NamedTuple):
+    """One sampling's billed counts."""
+
+    uncached: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    cache_write_1h: int = 0
+    output: int = 0
+
+    @classmethod
+    def of(cls, counts: Any) -> _Tokens:
+        """From a usage record (the SDK's object or an iteration's dict)."""
+
+        def read(source: Any, key: str) -> int:
+            value = source.get(key) if isinstance(source, Mapping) else getattr(source, key, None)
+            return value if isinstance(value, int) else 0
+
+        creation = counts.get("cache_creation") if isinstance(counts, Mapping) else counts.cache_creation
+        return cls(
+            read(counts, "input_tokens"),
+            read(counts, "cache_read_input_tokens"),
+            read(counts, "cache_creation_input_tokens"),
+            read(creation, "ephemeral_1h_input_tokens") if creation is not None else 0,
+            read(counts, "output_tokens"),
+        )
+
+    def api(self) -> dict[str, Any]:
+        """The shape `cost_of` reads."""
+        return {
+            "input_tokens": self.uncached,
+            "cache_creation_input_tokens": self.cache_write,
+            "cache_creation": {"ephemeral_1h_input_tokens": self.cache_write_1h},
+            "cache_read_input_tokens": self.cache_read,
+            "output_tokens": self.output,
+        }
+
+
+def _sum(parts: Sequence[_Tokens]) -> _Tokens:
+    return _Tokens(*(sum(column) for column in zip(*parts, strict=True))) if parts else _Tokens()
+
+
+def _unlisted(top: _Tokens, listed: Sequence[_Tokens]) -> _Tokens | None:
+    """What the top level counts beyond the listed iterations' sum (None: nothing)."""
+    rest = _Tokens(*(max(0, t - s) for t, s in zip(top, _sum(listed), strict=True)))
+    if not any(rest):
+        return None
+    return rest._replace(cache_write=max(rest.cache_write, rest.cache_write_1h))
+
+
+def _label(entry: Mapping[str, Any], model: str) -> str:
+    kind = str(entry.get("type") or "iteration")
+    named = entry.get("model")
+    return f"{kind}@{named}" if named and named != model else kind
+
+
 @dataclass(frozen=True)
 class Usage:
     """One model call: what it read, wrote, produced and cost."""
@@ -73,6 +175,19 @@ class Usage:
     web_fetches: int = 0
     server_tool_fees_usd: float = 0.0
     """The part of `cost_usd` that server tools cost beyond tokens."""
+    iterations: tuple[str, ...] = ()
+    """The samplings billed, as the response's `usage.iterations` listed them (`compaction`,
+    `message`, `advisor_message@claude-opus-4-8`: the model where it is not the step's); empty
+    when it listed none. The token counts above are their sums: what was billed."""
+    request_prompt: int | None = None
+    """The prompt of the request as sent, what the token calibration learns from: the first
+    iteration's when that is the model reading the request (`message`), 0 when a compaction
+    came first (the response gives no count of the request as sent); None when the response
+    listed no iterations, as then it is `prompt`."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.iterations, tuple):  # a record read back from JSON
+            object.__setattr__(self, "iterations", tuple(self.iterations))
 
     @property
     def prompt(self) -> int:
@@ -81,6 +196,10 @@ class Usage:
     @property
     def hit_ratio(self) -> float:
         return self.cache_read / self.prompt if self.prompt else 0.0
+
+    def prompt_sent(self) -> int:
+        """`request_prompt` where the response told it apart from what was billed, else `prompt`."""
+        return self.prompt if self.request_prompt is None else self.request_prompt
 
     @classmethod
     def from_message(
@@ -94,23 +213,33 @@ class Usage:
         model: str | None = None,
     ) -> Usage:
         """The usage of `message`, priced as `model` (the id that was asked for) when given:
-        a compatible server may answer with another spelling of the same model."""
+        a compatible server may answer with another spelling of the same model. With
+        `usage.iterations`, the counts and the cost are the iterations' (`billed_iterations`);
+        a step with an iteration on a model of unknown price costs None."""
         u = message.usage
-        write = u.cache_creation_input_tokens or 0
-        write_1h = (u.cache_creation.ephemeral_1h_input_tokens or 0) if u.cache_creation else 0
-        read = u.cache_read_input_tokens or 0
-        price = models.price(model) if model else None
-        price = price or models.price(message.model)
+        own = (models.price(model) if model else None) or models.price(message.model)
+        top = _Tokens.of(u)
+        entries = billed_iterations(u)
+        bills: list[tuple[_Tokens, Price | None]] = [(top, own)]
+        request_prompt = None
+        if entries:
+            bills = []
+            for entry in entries:
+                named = entry.get("model")
+                price = own if not named or named == message.model else models.price(str(named))
+                bills.append((_Tokens.of(entry), price))
+            rest = _unlisted(top, [tokens for tokens, _ in bills])
+            if rest is not None:
+                bills.append((rest, own))
+            first = bills[0][0]
+            sent = first.uncached + first.cache_read + first.cache_write
+            request_prompt = sent if entries[0].get("type") == "message" else 0
+        billed = _sum([tokens for tokens, _ in bills])
         server = u.server_tool_use.model_dump() if u.server_tool_use is not None else {}
         fees = models.fees.cost(server)
-        parts = {
-            "input_tokens": u.input_tokens,
-            "cache_creation_input_tokens": write,
-            "cache_creation": {"ephemeral_1h_input_tokens": write_1h},
-            "cache_read_input_tokens": read,
-            "output_tokens": u.output_tokens,
-        }
-        cost = cost_of(parts, price) + fees if price is not None else None
+        cost = None
+        if all(price is not None for _, price in bills):
+            cost = sum(cost_of(tokens.api(), price) for tokens, price in bills if price is not None) + fees
         tools = tuple(b.name for b in message.content if b.type == "tool_use")
         changes = _undeclared(message, "input_transformations") or []
         dropped = sum(1 for c in changes if isinstance(c, dict) and c.get("type") == "thinking_dropped")
@@ -118,19 +247,21 @@ class Usage:
             step,
             message.model,
             effort,
-            u.input_tokens,
-            read,
-            write,
-            u.output_tokens,
+            billed.uncached,
+            billed.cache_read,
+            billed.cache_write,
+            billed.output,
             cost,
             latency_s,
             message.stop_reason,
             tools,
-            write_1h,
+            billed.cache_write_1h,
             thinking_dropped=dropped,
             web_searches=server.get("web_search_requests") or 0,
             web_fetches=server.get("web_fetch_requests") or 0,
             server_tool_fees_usd=fees,
+            iterations=tuple(_label(entry, message.model) for entry in entries),
+            request_prompt=request_prompt,
         )
 
     def line(self, run_hit_ratio: float | None = None) -> str:
@@ -151,6 +282,8 @@ class Usage:
             text += f" (fees ${self.server_tool_fees_usd:.4f})"
         if self.thinking_dropped:
             text += f" thinking_dropped={self.thinking_dropped}"
+        if self.iterations and self.iterations != ("message",):
+            text += " billed=" + "+".join(self.iterations)
         if self.purpose != "step":
             text += f" ({self.purpose})"
         return text
@@ -159,6 +292,10 @@ class Usage:
         record = asdict(self)
         record["prompt"] = self.prompt
         record["tools"] = list(self.tools)
+        record["iterations"] = list(self.iterations)
+        for name in ("iterations", "request_prompt"):  # a call sampled once logs as it always did
+            if record[name] in ((), [], None):
+                del record[name]
         return record
 
 

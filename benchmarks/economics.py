@@ -1,6 +1,6 @@
 """Token economics: one long tool-heavy run, priced under each context lever, against the naive loop.
 
-    .venv/bin/python -m benchmarks.economics            # 80 steps, six configurations, Markdown
+    .venv/bin/python -m benchmarks.economics            # 80 steps, nine configurations, Markdown
     .venv/bin/python -m benchmarks.economics --steps 40
     .venv/bin/python -m benchmarks.economics --chart economics.png   # + one chart of all (extra: plot)
 
@@ -11,6 +11,10 @@ cost grows with the square of the steps. Each lever attacks one factor of that:
     pruning     what an old result costs on every later step (one-line stubs)
     compaction  how long the history can get (the head folds into a summary)
     caching     the price of what must be resent (reads at 0.1x)
+
+and, side by side on the same run, the API's own lever (`agent.ext.context_management`):
+
+    api clearing  the server clears old tool results past a trigger (docs/context-management.md)
 
 The scenario is scripted and seeded, so every configuration sees the same tool calls
 with the same data, in the same order: an order-audit agent that pages through big
@@ -37,6 +41,7 @@ from typing import Any
 from agent import Agent, RunResult, Usage, tool
 from agent.config import AgentConfig
 from agent.ext.approval import Approval
+from agent.ext.context_management import ContextManagement
 from agent.testing.policies import call, echo_summarizer
 from agent.testing.simulator import MessagesSimulator
 from agent.usage import price_for
@@ -53,6 +58,9 @@ REQUEST = "Audit customer C-1042's orders and the order API; refund the broken o
 CONTEXT_LIMIT = 20_000
 """`max_context_tokens` of the compaction configurations."""
 NO_DIET = {"diet": False}
+API_CLEARING = ContextManagement(trigger=CONTEXT_LIMIT, keep=3)
+"""The API's tool-result clearing at the bound our compaction keeps, keeping as many tool uses
+as our pruning keeps results (no state: one instance serves every run)."""
 KEEP_FIELDS = {
     "search_orders": ["order_id", "status", "total", "placed_at"],
     "get_order": ["order_id", "status", "total", "customer.name", "items.sku", "items.qty", "refund"],
@@ -254,6 +262,34 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "+caching": {**NO_DIET, "keep_recent": 0, "max_context_tokens": 0, "cache": True},
     "all": {"keep_fields": KEEP_FIELDS, "keep_recent": 3, "max_context_tokens": CONTEXT_LIMIT, "cache": True},
 }
+"""Our levers, one at a time and all together (the cheapest of them)."""
+
+API_CONFIGS: dict[str, dict[str, Any]] = {
+    "api clearing": {
+        **NO_DIET,
+        "keep_recent": 0,
+        "max_context_tokens": 0,
+        "cache": True,
+        "ext": [API_CLEARING],
+    },
+    "api clearing, no cache": {
+        **NO_DIET,
+        "keep_recent": 0,
+        "max_context_tokens": 0,
+        "cache": False,
+        "ext": [API_CLEARING],
+    },
+    "api clearing + our diet": {
+        "keep_fields": KEEP_FIELDS,
+        "keep_recent": 0,
+        "max_context_tokens": 0,
+        "cache": True,
+        "ext": [API_CLEARING],
+    },
+}
+"""The API's own clearing, side by side on the same run: `ext` lists the extensions added after
+the approval gate. Not our levers, so apart from `CONFIGS`."""
+EVERY_CONFIG = {**CONFIGS, **API_CONFIGS}
 
 
 @dataclass
@@ -274,7 +310,8 @@ class Outcome:
 
 
 def run_config(name: str, steps: int) -> Outcome:
-    options = CONFIGS[name]
+    options = dict(EVERY_CONFIG[name])
+    extensions = [Approval(allow=["issue_refund"]), *options.pop("ext", ())]  # the gate is not measured
     clock = itertools.count(0.0, 6.0)  # six seconds per call: deterministic, well inside the 5m TTL
     with (
         tempfile.TemporaryDirectory() as tmp,
@@ -286,7 +323,7 @@ def run_config(name: str, steps: int) -> Outcome:
             system=SYSTEM,
             tools=TOOLS,
             max_steps=steps,
-            extensions=[Approval(allow=["issue_refund"])],  # the approval gate is not what is measured here
+            extensions=extensions,
             **{"artifacts_dir": tmp, **options},
         )
         started = time.monotonic()
@@ -325,7 +362,8 @@ def tables(outcomes: Sequence[Outcome], steps: int) -> str:
         f"Levers as configured: diet = keep_fields on {len(KEEP_FIELDS)} of {len(TOOLS)} tools, "
         f"compress_threshold={d.compress_threshold:,}, list_top_n={d.list_top_n}, artifacts; "
         f"pruning = keep_recent=3, prune_batch={d.prune_batch}; "
-        f"compaction = max_context_tokens={CONTEXT_LIMIT:,}; caching = cache_ttl={d.cache_ttl}.",
+        f"compaction = max_context_tokens={CONTEXT_LIMIT:,}; caching = cache_ttl={d.cache_ttl}; "
+        f"api clearing = ContextManagement(trigger={API_CLEARING.trigger:,}, keep={API_CLEARING.keep}).",
         "",
         "| config | uncached | cache write | cache read | output | $ total | writes % of $ | largest request"
         f" | summaries | $ at {pivot} vs naive |",
@@ -376,23 +414,51 @@ def headline(outcomes: Sequence[Outcome], steps: int) -> str:
     )
 
 
+def api_clearing(outcomes: Sequence[Outcome], steps: int) -> str:
+    """The API's clearing next to our levers, in one sentence (docs/context-management.md)."""
+    by = {o.name: o for o in outcomes}
+    pivot = steps // 2
+
+    def cost(name: str, at: int = steps) -> str:
+        return f"${by[name].cost_at(at):.2f}"
+
+    def share(name: str) -> str:
+        return f"{by[name].cost_at(pivot) / by['naive'].cost_at(pivot):.1%}"
+
+    return (
+        f"At {steps} steps the API's clearing costs {cost('api clearing')} with caching on and "
+        f"{cost('api clearing, no cache')} without (caching alone {cost('+caching')}, our pruning "
+        f"{cost('+pruning')}, our compaction {cost('+compaction')}); on our diet it costs "
+        f"{cost('api clearing + our diet')} ({share('api clearing + our diet')} of the naive loop at "
+        f"{pivot} steps), and every lever of ours together {cost('all')} ({share('all')} at {pivot})."
+    )
+
+
 def figures() -> dict[str, str]:
     """The parts of this benchmark's output that the docs quote (`benchmarks.figures`)."""
-    outcomes = run_all(80, list(CONFIGS))
-    return {"tables": tables(outcomes, 80), "headline": headline(outcomes, 80)}
+    outcomes = run_all(80, list(EVERY_CONFIG))
+    return {
+        "tables": tables(outcomes, 80),
+        "headline": headline(outcomes, 80),
+        "api_clearing": api_clearing(outcomes, 80),
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=80, help="model steps per run (default 80)")
-    parser.add_argument("--only", nargs="*", choices=list(CONFIGS), help="run only these (naive always runs)")
+    parser.add_argument(
+        "--only", nargs="*", choices=list(EVERY_CONFIG), help="run only these (naive always runs)"
+    )
     parser.add_argument("--chart", help="also write one PNG comparing the configurations (extra: plot)")
     args = parser.parse_args(argv)
-    names = ["naive", *[n for n in args.only if n != "naive"]] if args.only else list(CONFIGS)
+    names = ["naive", *[n for n in args.only if n != "naive"]] if args.only else list(EVERY_CONFIG)
     outcomes = run_all(args.steps, names)
     print(tables(outcomes, args.steps))
     if "all" in names:
         print("\n" + headline(outcomes, args.steps))
+    if set(names) == set(EVERY_CONFIG):
+        print("\n" + api_clearing(outcomes, args.steps))
     print(f"time {sum(o.seconds for o in outcomes):.1f} s", file=sys.stderr)
     if args.chart:
         print(f"chart: {write_chart(outcomes, args.chart)}")

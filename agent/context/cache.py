@@ -138,11 +138,20 @@ class PrefixGuard:
     """(step, reasons) for every step whose prefix differed from the step before."""
     warnings: list[str] = field(default_factory=list)
 
-    def observe(self, request: Mapping[str, Any], usage: Usage, *, reported: bool = True) -> None:
+    def observe(
+        self,
+        request: Mapping[str, Any],
+        usage: Usage,
+        *,
+        reported: bool = True,
+        server_edits: Sequence[str] = (),
+    ) -> None:
         """Log what changed since the previous request; warn on a miss nothing explains.
         `reported`: the server gave cache counts at all (a scripted model gives none, and a
-        read of 0 from it says nothing about caching)."""
+        read of 0 from it says nothing about caching). `server_edits`: the context edits the
+        server applied (it cleared old results before caching), which explain a miss."""
         reasons = prefix_changes(self.previous, request) if self.previous is not None else []
+        reasons += [f"the server's context management applied {kind}" for kind in server_edits]
         rewrites_in_a_row = (
             self._history_only(reasons) and bool(self.changes) and (self.changes[-1][0] == usage.step - 1)
         )
@@ -160,7 +169,7 @@ class PrefixGuard:
                 f"[step {usage.step}] cache read 0 although ~{cacheable:,} tokens were sent before "
                 f"(minimum {minimum:,} for {usage.model}): {why}"
             )
-            if self._history_only(reasons) and not rewrites_in_a_row:
+            if (self._history_only(reasons) and not rewrites_in_a_row) or server_edits:
                 log.info(message)  # a pruning batch or a compaction: expected, and rare
             else:
                 self.warnings.append(message)

@@ -11,6 +11,7 @@ own path (the core never imports any of them, and `import-linter` in CI holds th
     agent.ext.memory_tool   the API's memory tool, on files confined to one folder
     agent.ext.request_log   RequestLog: the exact request of every step, and `inspect` to read it
     agent.ext.summaries     Summaries: a small model summarises long free text before the diet cuts it
+    agent.ext.context_management  ContextManagement: the API clears old tool results (never irreversible ones)
     agent.ext.charts        a run's economics as a chart, from its usage log
     agent.ext.durable       durable runs on DBOS: queues, many workers, approvals across processes
 """

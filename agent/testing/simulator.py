@@ -47,6 +47,9 @@ Usage follows the prompt-cache rules of `agent.testing.cache_model` (breakpoints
 by level) with a deterministic token estimate; uncached + read + write is always
 the whole prompt.
 
+Context editing (`context_management`, `agent.testing.context_edits`): the edits apply to
+the prompt the policy reads and the cache bills, and the reply lists `applied_edits`.
+
 `"stream": true` gets the same message as server-sent events (`agent.testing.sse`),
 so `messages.stream(...).get_final_message()` equals the non-streamed answer.
 
@@ -84,7 +87,7 @@ import anthropic
 
 from agent.anthropic_llm import AnthropicLLM
 from agent.models import EFFORTS, MODELS, THINKING_TYPES
-from agent.testing import sse
+from agent.testing import context_edits, sse
 from agent.testing.answers import Reply, error_body, json_reply, normalize
 from agent.testing.cache_model import MIN_CACHEABLE_TOKENS, PromptCache, base_model, render
 from agent.testing.deferred import hidden_tools
@@ -297,8 +300,11 @@ class MessagesSimulator:
         checked = check_history(body, self.signer, mode)
         if checked.error is not None:
             return self._reject(body, [checked.error], checked.error)
-        if counting:  # dropped thinking blocks are not counted, nor billed
-            return json_reply(200, {"input_tokens": sum(p.tokens for p in render(checked.body))})
+        refused = context_edits.refusal(body, headers)
+        if refused is not None:
+            return self._reject(body, [refused], refused)
+        if counting:  # dropped thinking blocks are not counted, nor billed; context edits apply
+            return json_reply(200, context_edits.counted(checked.body))
         return self._answer(body, checked, self.models[base_model(model)])
 
     def _reject(self, body: dict[str, Any], errors: list[str], message: str) -> Reply:
@@ -306,7 +312,8 @@ class MessagesSimulator:
         return json_reply(400, error_body(400, message))
 
     def _answer(self, body: dict[str, Any], checked: Checked, minimum: int) -> Reply:
-        prompt = checked.body  # what the model sees: thinking blocks that failed `drop_block` removed
+        edited = context_edits.apply_edits(checked.body)  # `context_management`, applied server-side
+        prompt = edited.body  # what the model sees: failed `drop_block` thinking removed, edits applied
         use_summarizer = "tools" not in body and self.summarizer is not None
         policy = self.summarizer if use_summarizer and self.summarizer else self.policy
         number = f"{self._responses + 1:04d}"
@@ -353,12 +360,16 @@ class MessagesSimulator:
         container = self.containers.for_reply(body, kept, number)
         if container is not None:
             message["container"] = container
+        if edited.applied is not None:
+            message["context_management"] = {"applied_edits": edited.applied}
         transformations = checked.transformations()
         if transformations is not None:
             message["input_transformations"] = transformations
         headers = {"request-id": f"req_sim_{number}"}
         if body.get("stream") is True:
-            return Reply(200, sse.stream_body(message), {**headers, "content-type": sse.CONTENT_TYPE})
+            return Reply(
+                200, context_edits.stream_body(message), {**headers, "content-type": sse.CONTENT_TYPE}
+            )
         return json_reply(200, message, headers)
 
     def _next_fault(self) -> Fault | None:

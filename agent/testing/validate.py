@@ -25,10 +25,19 @@ fake. So the two halves come from two sources:
   forced tool use). A model the table does not know gets no per-model rule. Deferred tools
   and `tool_reference` blocks have their own two refusals (`agent.testing.deferred`).
 
+The schemas of structured outputs (`output_config.format`, the legacy `output_format`, and
+tools with `strict: true`) are checked by `check_structured_outputs`: `additionalProperties:
+false` on every object (the API's own 400, seen in live recordings), and the limitations the
+structured-outputs docs list (unsupported keywords, recursion, external `$ref`, complex enums,
+regex features, the per-request complexity limits, no citations beside a format).
+
 Deliberately *not* refused, because live traffic shows the API accepts them: a
 history that starts with an assistant turn, and a `tool_use` id reused in a later
 turn. `benchmarks/live_shapes.py` replays recordings made against the real API
 by other projects through this validator; its false-rejection count must stay 0.
+`tests/testing/test_live_requests.py` judges the shared recordings the same way, both
+directions: every request answered 2xx accepted, every request-shape 400 refused for the
+API's reason.
 """
 
 from __future__ import annotations
@@ -51,6 +60,7 @@ __all__ = [
     "API_VERSION",
     "LEGACY_API_VERSION",
     "MAX_BREAKPOINTS",
+    "check_structured_outputs",
     "count_breakpoints",
     "validate_count_tokens",
     "validate_request",
@@ -107,6 +117,8 @@ def _validate(body: Mapping[str, Any], models: ModelTable, version: str, *, coun
     errors += check_deferred(body)
     errors += _check_text(body)
     errors += _check_messages(body.get("messages"))
+    if not count_tokens:  # "Token counting: count tokens without compilation" (structured-outputs docs)
+        errors += check_structured_outputs(body, legacy=legacy)
     if not legacy:
         errors += _check_version_rules(body.get("messages"), version)
     breakpoints = _breakpoints(body)
@@ -129,10 +141,10 @@ def _check_model_rules(body: Mapping[str, Any], models: ModelTable) -> list[str]
     if effort is not None and effort not in info.efforts:
         if not info.efforts:
             errors.append(f"output_config.effort: {model} does not support the effort parameter")
-        else:
+        else:  # the API's words: "This model does not support effort level 'xhigh'. Supported levels: ..."
             errors.append(
-                f"output_config.effort: {model} does not support effort {effort!r} "
-                f"(it takes {', '.join(info.efforts)})"
+                f"output_config.effort: {model} does not support effort level {effort!r}. "
+                f"Supported levels: {', '.join(sorted(info.efforts))}."
             )
     thinking = body.get("thinking")
     kind = thinking.get("type") if isinstance(thinking, Mapping) else None
@@ -168,6 +180,242 @@ def _check_tools(tools: Any) -> list[str]:
         if not isinstance(schema, Mapping) or schema.get("type") != "object":
             errors.append(f"tools.{i}.input_schema.type: Input should be 'object'")
     return errors
+
+
+STRUCTURED_OUTPUTS_DOCS = "https://platform.claude.com/docs/en/build-with-claude/structured-outputs"
+MAX_STRICT_TOOLS = 20
+MAX_OPTIONAL_PARAMETERS = 24
+MAX_UNION_PARAMETERS = 16
+OPEN_OBJECT = "For 'object' type, 'additionalProperties' must be explicitly set to false"
+"""The API's 400 for an object schema without `additionalProperties: false` (live recordings)."""
+UNSUPPORTED_KEYWORDS: Mapping[str, str] = {
+    **dict.fromkeys(
+        ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"), "numerical constraints"
+    ),
+    **dict.fromkeys(("minLength", "maxLength"), "string constraints"),
+    **dict.fromkeys(
+        ("maxItems", "uniqueItems", "minContains", "maxContains"), "array constraints beyond minItems 0 or 1"
+    ),
+}
+"""JSON Schema keywords the docs' "JSON Schema limitations" list as not supported (a 400)."""
+_SUBSCHEMA_MAPS = ("properties", "$defs", "definitions")
+_SUBSCHEMA_LISTS = ("anyOf", "allOf", "oneOf")
+_LOOKAROUND = ("(?=", "(?!", "(?<=", "(?<!")
+
+_Where = tuple[str, ...]
+"""Where a sub-schema sits in its schema: the keys from the root."""
+
+
+def check_structured_outputs(body: Mapping[str, Any], *, legacy: bool = False) -> list[str]:
+    """The refusals of structured outputs: the JSON Schema rules, the complexity limits, citations.
+
+    Applies to `output_config.format.schema` (and `output_format.schema` when `legacy`: the
+    parameter `anthropic-version: 2023-06-01` still takes) and to the `input_schema` of every
+    custom tool with `strict: true` ("Both JSON outputs and strict tool use share these
+    limitations", STRUCTURED_OUTPUTS_DOCS#json-schema-limitations). Every object, nested ones
+    included (properties, items, anyOf/allOf/oneOf branches, $defs/definitions,
+    additionalProperties sub-schemas), must set `additionalProperties: false`: the API's own
+    400 in live recordings, where every schema answered 200 sets it on every object. A schema
+    that is not an object (an array at the root) is taken, as recordings show.
+    """
+    roots: list[tuple[str, Mapping[str, Any]]] = []
+    formats = [("output_config.format", _get(body.get("output_config"), "format"))]
+    if legacy:
+        formats.append(("output_format", body.get("output_format")))
+    formats = [(where, f) for where, f in formats if isinstance(f, Mapping)]
+    for where, fmt in formats:
+        schema = fmt.get("schema")
+        if fmt.get("type") == "json_schema" and isinstance(schema, Mapping):
+            roots.append((f"{where}.schema", schema))
+    strict = 0
+    for i, tool in enumerate(_list(body.get("tools"))):
+        if isinstance(tool, Mapping) and tool.get("strict") is True and tool.get("type") in (None, "custom"):
+            strict += 1
+            if isinstance(tool.get("input_schema"), Mapping):
+                roots.append((f"tools.{i}.input_schema", tool["input_schema"]))
+    errors = [e for where, schema in roots for e in _check_schema(schema, where)]
+    if strict > MAX_STRICT_TOOLS:
+        errors.append(f"tools: at most {MAX_STRICT_TOOLS} tools may set `strict: true` (found {strict})")
+    optional = unions = 0
+    for _, schema in roots:
+        for _, node in _subschemas(schema):
+            o, u = _parameter_counts(node)
+            optional, unions = optional + o, unions + u
+    if optional > MAX_OPTIONAL_PARAMETERS:
+        errors.append(
+            f"structured outputs: at most {MAX_OPTIONAL_PARAMETERS} optional parameters (properties not "
+            f"listed in `required`) across all strict tool and JSON output schemas (found {optional})"
+        )
+    if unions > MAX_UNION_PARAMETERS:
+        errors.append(
+            f"structured outputs: at most {MAX_UNION_PARAMETERS} parameters with union types (`anyOf` "
+            f"or a type array) across all strict schemas (found {unions})"
+        )
+    if formats:
+        errors += _check_citations(body, formats[0][0])
+    return errors
+
+
+def _check_schema(root: Mapping[str, Any], where: str) -> list[str]:
+    errors: list[str] = []
+    for path, node in _subschemas(root):
+        at = _at(where, path)
+        kind = node.get("type")
+        if (kind == "object" or (isinstance(kind, list) and "object" in kind)) and node.get(
+            "additionalProperties"
+        ) is not False:
+            errors.append(f"{at}: {OPEN_OBJECT}")
+        for key in node:
+            if key in UNSUPPORTED_KEYWORDS:
+                errors.append(
+                    f"{at}.{key}: not supported in structured outputs ({UNSUPPORTED_KEYWORDS[key]})"
+                )
+        min_items = node.get("minItems")
+        if "minItems" in node and (type(min_items) is not int or min_items not in (0, 1)):
+            errors.append(f"{at}.minItems: only 0 and 1 are supported in structured outputs")
+        for j, value in enumerate(_list(node.get("enum"))):
+            if isinstance(value, (Mapping, list)):
+                errors.append(f"{at}.enum.{j}: enum values must be strings, numbers, booleans or null")
+        ref = node.get("$ref")
+        if isinstance(ref, str) and not ref.startswith("#"):
+            errors.append(f"{at}.$ref: external $ref is not supported ({ref!r})")
+        for j, branch in enumerate(_list(node.get("allOf"))):
+            if isinstance(branch, Mapping) and "$ref" in branch:
+                errors.append(f"{at}.allOf.{j}: allOf with $ref is not supported")
+        pattern = node.get("pattern")
+        if isinstance(pattern, str):
+            errors += [
+                f"{at}.pattern: {why} are not supported in regex patterns" for why in _regex_issues(pattern)
+            ]
+    errors += [
+        f"{_at(where, path)}.$ref: Too many recursive definitions in schema: recursive schemas are not "
+        f"supported ({ref!r} leads back to itself)"
+        for path, ref in _recursive_refs(root)
+    ]
+    return errors
+
+
+def _subschemas(root: Mapping[str, Any]) -> list[tuple[_Where, Mapping[str, Any]]]:
+    """(path, schema) of `root` and every schema nested in it, parents first."""
+    found: list[tuple[_Where, Mapping[str, Any]]] = []
+    todo: list[tuple[_Where, Any]] = [((), root)]
+    while todo:
+        path, node = todo.pop()
+        if not isinstance(node, Mapping):
+            continue
+        found.append((path, node))
+        children: list[tuple[_Where, Any]] = []
+        for key in _SUBSCHEMA_MAPS:
+            if isinstance(node.get(key), Mapping):
+                children += [((*path, key, str(name)), sub) for name, sub in node[key].items()]
+        for key in _SUBSCHEMA_LISTS:
+            children += [((*path, key, str(i)), sub) for i, sub in enumerate(_list(node.get(key)))]
+        items = node.get("items")
+        if isinstance(items, list):
+            children += [((*path, "items", str(i)), sub) for i, sub in enumerate(items)]
+        else:
+            children.append(((*path, "items"), items))
+        children.append(((*path, "additionalProperties"), node.get("additionalProperties")))
+        todo += reversed(children)
+    return found
+
+
+def _parameter_counts(node: Mapping[str, Any]) -> tuple[int, int]:
+    """(optional, union-typed) parameters among the properties of one object schema."""
+    properties = node.get("properties")
+    if not isinstance(properties, Mapping):
+        return 0, 0
+    required = set(r for r in _list(node.get("required")) if isinstance(r, str))
+    optional = sum(1 for name in properties if name not in required)
+    unions = sum(
+        1
+        for sub in properties.values()
+        if isinstance(sub, Mapping)
+        and (isinstance(sub.get("anyOf"), list) or isinstance(sub.get("type"), list))
+    )
+    return optional, unions
+
+
+def _recursive_refs(root: Mapping[str, Any]) -> list[tuple[_Where, str]]:
+    """(path, $ref) of every local $ref whose expansion comes back to the $ref itself."""
+    refs = [
+        (path, node["$ref"], _pointer(node["$ref"]))
+        for path, node in _subschemas(root)
+        if isinstance(node.get("$ref"), str) and node["$ref"].startswith("#")
+    ]
+    inside = {target: [t for p, _, t in refs if p[: len(target)] == target] for _, _, target in refs}
+
+    def reaches(start: _Where) -> set[_Where]:
+        seen, todo = {start}, [start]
+        while todo:
+            for target in inside.get(todo.pop(), []):
+                if target not in seen:
+                    seen.add(target)
+                    todo.append(target)
+        return seen
+
+    return [(p, ref) for p, ref, target in refs if any(p[: len(t)] == t for t in reaches(target))]
+
+
+def _pointer(ref: str) -> _Where:
+    """`#/$defs/A~1B` -> ("$defs", "A/B"); `#` -> () (the root)."""
+    parts = ref[1:].split("/")[1:] if ref.startswith("#/") else []
+    return tuple(part.replace("~1", "/").replace("~0", "~") for part in parts)
+
+
+def _regex_issues(pattern: str) -> list[str]:
+    """The regex features the docs list as not supported, found in `pattern` (escapes respected)."""
+    issues: set[str] = set()
+    i, in_class = 0, False
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            escaped = pattern[i + 1 : i + 2]
+            if not in_class and escaped in ("b", "B"):
+                issues.add("word boundaries (\\b, \\B)")
+            elif not in_class and (escaped in tuple("123456789") or pattern.startswith("k<", i + 1)):
+                issues.add("backreferences")
+            i += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+            i += 1
+            i += pattern.startswith("^", i)
+            i += pattern.startswith("]", i)  # a `]` first in a class is a literal
+            continue
+        elif pattern.startswith(_LOOKAROUND, i):
+            issues.add("lookahead/lookbehind assertions")
+        i += 1
+    return sorted(issues)
+
+
+def _check_citations(body: Mapping[str, Any], fmt: str) -> list[str]:
+    """Documents or search results with citations enabled, refused beside a format (citations docs)."""
+    errors = []
+    for m, message in enumerate(_list(body.get("messages"))):
+        content = message.get("content") if isinstance(message, Mapping) else None
+        for b, block in enumerate(_list(content)):
+            nested = _list(block.get("content")) if isinstance(block, Mapping) else []
+            for where, item in [(f"messages.{m}.content.{b}", block)] + [
+                (f"messages.{m}.content.{b}.content.{c}", sub) for c, sub in enumerate(nested)
+            ]:
+                if (
+                    isinstance(item, Mapping)
+                    and item.get("type") in ("document", "search_result")
+                    and _get(item.get("citations"), "enabled") is True
+                ):
+                    errors.append(f"{where}.citations: citations cannot be enabled together with `{fmt}`")
+    return errors
+
+
+def _at(where: str, path: _Where) -> str:
+    return ".".join((where, *path))
+
+
+def _get(value: Any, key: str) -> Any:
+    return value.get(key) if isinstance(value, Mapping) else None
 
 
 def _block_groups(body: Mapping[str, Any]) -> list[tuple[str, list[Any]]]:

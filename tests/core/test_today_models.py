@@ -74,6 +74,87 @@ def test_a_registered_model_is_priced_and_checked() -> None:
         Agent(llm=ScriptedLLM([]), model="house-model", models=table, max_tokens=9_000)
 
 
+def sdk_model_names() -> list[str]:
+    """Every model id the installed SDK's `Model` type names (its Literal members)."""
+    from typing import Literal, get_args, get_origin
+
+    from anthropic.types.model import Model
+
+    def literals(kind: Any) -> list[str]:
+        if get_origin(kind) is Literal:
+            return [str(a) for a in get_args(kind)]
+        return [name for arg in get_args(kind) for name in literals(arg)]
+
+    return literals(Model)
+
+
+# Models the table leaves out on purpose, with the reason: none today.
+LEFT_OUT: dict[str, str] = {}
+
+# Models in the table without a price, each with the reason (a guessed price is worse than none).
+UNPRICED = {
+    "claude-haiku-5-5": "priced in two bands by prompt length, which one Price cannot say",
+    "claude-mythos-5-2": "the pricing page gives it no price (limited availability)",
+    "claude-mythos-preview": "the pricing page gives it no price (invitation only; succeeded by Mythos 5)",
+}
+
+
+def test_every_model_the_sdk_names_is_in_the_table() -> None:
+    names = sdk_model_names()
+    assert len(names) >= 20 and "claude-fable-5" in names  # the Literal was read, not an empty Union
+    missing = [n for n in names if MODELS.lookup(n) is None and n not in LEFT_OUT]
+    assert missing == []
+    unpriced = {n for n in names if MODELS.price(n) is None}
+    assert unpriced == set(UNPRICED)
+
+
+def test_fable_5_and_mythos_5_are_in_the_table() -> None:
+    # https://platform.claude.com/docs/en/models/fable-5/overview: 1M context, 128K output,
+    # $10 / $50; Mythos 5 "shares Claude Fable 5's specifications and pricing".
+    # https://platform.claude.com/docs/en/about-claude/pricing: writes $12.50 / $20, reads $1.
+    # https://platform.claude.com/docs/en/models/fable-5/migration-guide: `disabled` thinking and
+    # a budget are a 400 (adaptive is the only mode). Cache minimum 512: the prompt caching page.
+    for model in ("claude-fable-5", "claude-mythos-5"):
+        info = MODELS[model]
+        assert (info.context_window, info.max_output, info.min_cacheable) == (1_000_000, 128_000, 512)
+        assert info.price == Price(10.0, 12.5, 20.0, 1.0, 50.0)
+        assert info.adaptive_only and info.thinks_by_default and not info.preserved_thinking
+        with pytest.raises(ValueError, match="does not accept thinking type 'disabled'"):
+            Agent(llm=ScriptedLLM([]), model=model, thinking={"type": "disabled"})
+
+
+def test_the_fable_and_mythos_5_1_and_fable_5_2_prices_are_the_pricing_pages() -> None:
+    # https://platform.claude.com/docs/en/about-claude/pricing: Fable 5.1 and Mythos 5.1 (limited
+    # availability) $10 input, $12.50 / $20 writes, $0.25 reads (0.025x, not 0.1x), $50 output.
+    assert MODELS.price("claude-fable-5-1") == Price(10.0, 12.5, 20.0, 0.25, 50.0)
+    assert MODELS.price("claude-mythos-5-1") == MODELS.price("claude-fable-5-1")
+    # Fable 5.2 (released 2026-11-09), the same page's row as read on release by
+    # https://docs.laozhang.ai/en/announcements/claude-fable-5-2-2026-11.md (list price $8 / $40,
+    # reads $0.20, 5m write $10) and https://github.com/archid21/rightsize/releases/tag/v0.10.2
+    # ($10 / $16 writes); the stored copy of the pricing page predates it.
+    assert MODELS.price("claude-fable-5-2") == Price(8.0, 10.0, 16.0, 0.20, 40.0)
+
+
+def test_opus_4_7_and_4_8_take_no_thinking_budget() -> None:
+    # https://platform.claude.com/docs/en/build-with-claude/adaptive-thinking and the Opus 4.7
+    # model card (https://docs.aws.amazon.com/bedrock/latest/userguide/model-card-anthropic-claude-opus-4-7.md):
+    # "only supports thinking.type: adaptive ... enabled with budget_tokens is not supported and
+    # will return a 400 error". https://platform.claude.com/docs/en/about-claude/models/whats-new-claude-4-8:
+    # Opus 4.8 "builds on Claude Opus 4.7" and supports adaptive thinking.
+    for model in ("claude-opus-4-7", "claude-opus-4-8"):
+        with pytest.raises(ValueError, match="does not accept thinking type 'enabled'"):
+            Agent(llm=ScriptedLLM([]), model=model, thinking={"type": "enabled", "budget_tokens": 2048})
+        Agent(llm=ScriptedLLM([]), model=model, thinking={"type": "adaptive"})
+        assert not MODELS[model].thinks_by_default  # thinking is off when `thinking` is absent
+
+
+def test_mythos_preview_is_in_the_table_unpriced() -> None:
+    # https://docs.aws.amazon.com/bedrock/latest/userguide/claude-messages-adaptive-thinking.md:
+    # Mythos Preview "only" supports adaptive thinking (`enabled` and `disabled` are a 400).
+    info = MODELS["claude-mythos-preview"]
+    assert info.adaptive_only and info.price is None and info.min_cacheable == 2048
+
+
 def test_effort_and_thinking_are_checked_per_model_at_construction() -> None:
     with pytest.raises(ValueError, match="claude-haiku-4-5 does not take effort"):
         Agent(llm=ScriptedLLM([]), model="claude-haiku-4-5", effort="low")

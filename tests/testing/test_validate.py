@@ -42,9 +42,13 @@ def assistant(*content: Any) -> dict[str, Any]:
     return {"role": "assistant", "content": list(content)}
 
 
-TOOLS = [
+TOOLS: list[dict[str, Any]] = [
     {"name": "calc", "description": "math", "input_schema": {"type": "object"}, "cache_control": MARK},
-    {"name": "lookup-2", "input_schema": {"type": "object", "properties": {}}, "strict": True},
+    {
+        "name": "lookup-2",
+        "input_schema": {"type": "object", "properties": {}, "additionalProperties": False},
+        "strict": True,
+    },
 ]
 
 
@@ -200,3 +204,281 @@ def test_count_tokens_bodies_need_no_max_tokens_but_keep_every_other_rule() -> N
     assert any(
         "must be non-empty" in e for e in validate_count_tokens({**counted, "messages": [user(text(""))]})
     )
+
+
+# --- Structured outputs: output_config.format, output_format (legacy), strict tools ------------
+# The schemas below are written for these tests. The first rule is the API's own 400 (live
+# recordings); the others are the "JSON Schema limitations", "Schema complexity limits" and
+# "Feature compatibility" of https://platform.claude.com/docs/en/build-with-claude/structured-outputs.
+
+OPEN = "For 'object' type, 'additionalProperties' must be explicitly set to false"
+CLOSED: dict[str, Any] = {"type": "object", "additionalProperties": False}
+
+
+def closed(**properties: Any) -> dict[str, Any]:
+    return {**CLOSED, "properties": properties, "required": list(properties)}
+
+
+def formatted(schema: Any, **extra: Any) -> dict[str, Any]:
+    return body(output_config={"format": {"type": "json_schema", "schema": schema}}, **extra)
+
+
+def strict_tool(schema: Any, name: str = "fill") -> dict[str, Any]:
+    return {"name": name, "input_schema": schema, "strict": True}
+
+
+def errors_of(request: dict[str, Any], **kwargs: Any) -> list[str]:
+    return validate_request(request, **kwargs)
+
+
+ADDRESS = closed(street={"type": "string"}, city={"type": "string"})
+EVERY_PLACE = {
+    **CLOSED,
+    "properties": {
+        "address": ADDRESS,
+        "history": {"type": "array", "items": ADDRESS},
+        "pair": {"type": "array", "items": [ADDRESS, {"type": "string"}], "minItems": 1},
+        "either": {"anyOf": [ADDRESS, {"type": "null"}]},
+        "both": {"allOf": [ADDRESS]},
+        "one": {"oneOf": [ADDRESS, {"type": "integer"}]},
+        "kind": {"type": "string", "enum": ["home", "work", 3, None, True], "pattern": "^[a-z]+\\d*$"},
+        "nullable": {"type": ["object", "null"], "properties": {}, "additionalProperties": False},
+        "ref": {"$ref": "#/$defs/Person"},
+        "old_ref": {"$ref": "#/definitions/Pet"},
+        "again": {"$ref": "#/$defs/Person"},
+    },
+    "$defs": {"Person": closed(name={"type": "string"}, home={"$ref": "#/$defs/Place"}), "Place": ADDRESS},
+    "definitions": {"Pet": closed(name={"type": "string", "default": "Rex"})},
+    "required": ["address"],
+}
+
+
+def test_a_schema_closed_everywhere_is_accepted() -> None:
+    assert errors_of(formatted(EVERY_PLACE)) == []
+    assert errors_of(formatted({"type": "array", "items": {"type": "integer"}})) == []  # not an object
+    assert errors_of(body(tools=[strict_tool(EVERY_PLACE)])) == []
+
+
+@pytest.mark.parametrize(
+    ("schema", "where"),
+    [
+        ({"type": "object"}, ""),
+        ({"type": "object", "additionalProperties": True}, ""),
+        ({"type": "object", "additionalProperties": {"type": "string"}}, ""),
+        (closed(address={"type": "object", "properties": {}}), ".properties.address"),
+        (closed(history={"type": "array", "items": {"type": "object"}}), ".properties.history.items"),
+        (closed(pair={"type": "array", "items": [{"type": "object"}]}), ".properties.pair.items.0"),
+        (closed(either={"anyOf": [{"type": "string"}, {"type": "object"}]}), ".properties.either.anyOf.1"),
+        (closed(both={"allOf": [{"type": "object"}]}), ".properties.both.allOf.0"),
+        (closed(one={"oneOf": [{"type": "object"}]}), ".properties.one.oneOf.0"),
+        ({**CLOSED, "$defs": {"Person": {"type": "object"}}}, ".$defs.Person"),
+        ({**CLOSED, "definitions": {"Pet": {"type": "object"}}}, ".definitions.Pet"),
+        ({"type": "object", "additionalProperties": {"type": "object"}}, ".additionalProperties"),
+        (closed(maybe={"type": ["object", "null"]}), ".properties.maybe"),
+        (
+            closed(deep=closed(deeper=closed(deepest={"type": "object", "additionalProperties": True}))),
+            ".properties.deep.properties.deeper.properties.deepest",
+        ),
+    ],
+)
+def test_every_object_must_set_additional_properties_false(schema: dict[str, Any], where: str) -> None:
+    assert f"output_config.format.schema{where}: {OPEN}" in errors_of(formatted(schema))
+    assert f"tools.0.input_schema{where}: {OPEN}" in errors_of(body(tools=[strict_tool(schema)]))
+
+
+def test_the_open_object_rule_applies_only_to_structured_outputs() -> None:
+    open_schema = {"type": "object", "properties": {"q": {"type": "object"}}}
+    assert errors_of(body(tools=[{"name": "search", "input_schema": open_schema}])) == []
+    assert errors_of(body(tools=[{**strict_tool(open_schema), "strict": False}])) == []
+    counted = {k: v for k, v in formatted(open_schema).items() if k != "max_tokens"}
+    assert validate_count_tokens(counted) == []  # token counting compiles no grammar
+
+
+def test_the_legacy_output_format_parameter_has_the_same_rules() -> None:
+    legacy = body(output_format={"type": "json_schema", "schema": {"type": "object"}})
+    assert f"output_format.schema: {OPEN}" in errors_of(legacy, api_version="2023-06-01")
+    closed_legacy = body(output_format={"type": "json_schema", "schema": CLOSED})
+    assert errors_of(closed_legacy, api_version="2023-06-01") == []
+    assert errors_of(closed_legacy) == ["output_format: Extra inputs are not permitted"]  # gone in 2026-10-21
+
+
+@pytest.mark.parametrize(
+    ("keyword", "value"),
+    [
+        ("minimum", 0),
+        ("maximum", 10),
+        ("exclusiveMinimum", 0),
+        ("exclusiveMaximum", 10),
+        ("multipleOf", 2),
+        ("minLength", 1),
+        ("maxLength", 5),
+        ("maxItems", 3),
+        ("uniqueItems", True),
+        ("minContains", 1),
+        ("maxContains", 2),
+    ],
+)
+def test_unsupported_keywords_are_refused_wherever_they_are(keyword: str, value: Any) -> None:
+    nested = closed(items={"type": "array", "items": closed(n={"type": "number", keyword: value})})
+    where = "output_config.format.schema.properties.items.items.properties.n"
+    assert f"{where}.{keyword}: not supported" in "\n".join(errors_of(formatted(nested)))
+    assert errors_of(formatted(closed(items={"type": "array", "items": closed(n={"type": "number"})}))) == []
+
+
+def test_min_items_only_zero_or_one() -> None:
+    for count in (0, 1):
+        tags = {"type": "array", "items": {"type": "string"}, "minItems": count}
+        assert errors_of(formatted(closed(tags=tags))) == []
+    refused = errors_of(formatted(closed(tags={"type": "array", "minItems": 2})))
+    assert refused == [
+        "output_config.format.schema.properties.tags.minItems: only 0 and 1 are supported in "
+        "structured outputs"
+    ]
+
+
+def test_enum_values_must_be_primitives() -> None:
+    assert errors_of(formatted(closed(v={"enum": ["a", 1, 2.5, True, None]}))) == []
+    refused = errors_of(formatted(closed(v={"enum": ["a", {"b": 1}, [2]]})))
+    assert [e.split(":")[0] for e in refused] == [
+        "output_config.format.schema.properties.v.enum.1",
+        "output_config.format.schema.properties.v.enum.2",
+    ]
+
+
+def test_external_refs_and_all_of_with_ref_are_refused() -> None:
+    defs = {"$defs": {"A": closed(a={"type": "string"})}}
+    assert errors_of(formatted({**closed(x={"$ref": "#/$defs/A"}), **defs})) == []
+    external = errors_of(formatted(closed(x={"$ref": "https://example.com/a.json"})))
+    assert external == [
+        "output_config.format.schema.properties.x.$ref: external $ref is not supported "
+        "('https://example.com/a.json')"
+    ]
+    all_of = errors_of(formatted({**closed(x={"allOf": [{"$ref": "#/$defs/A"}]}), **defs}))
+    assert all_of == ["output_config.format.schema.properties.x.allOf.0: allOf with $ref is not supported"]
+    assert errors_of(formatted(closed(x={"allOf": [closed(a={"type": "string"})]}))) == []
+
+
+@pytest.mark.parametrize(
+    ("schema", "where"),
+    [
+        (  # a tree: a node whose children are nodes
+            {
+                **closed(root={"$ref": "#/$defs/Node"}),
+                "$defs": {"Node": closed(children={"type": "array", "items": {"$ref": "#/$defs/Node"}})},
+            },
+            "$defs.Node.properties.children.items",
+        ),
+        ({**closed(self={"anyOf": [{"$ref": "#"}, {"type": "null"}]})}, "properties.self.anyOf.0"),
+        (  # A -> B -> A
+            {
+                **closed(a={"$ref": "#/$defs/A"}),
+                "$defs": {"A": closed(b={"$ref": "#/$defs/B"}), "B": closed(a={"$ref": "#/$defs/A"})},
+            },
+            "$defs.B.properties.a",
+        ),
+    ],
+)
+def test_recursive_schemas_are_refused(schema: dict[str, Any], where: str) -> None:
+    found = errors_of(formatted(schema))
+    assert any(
+        e.startswith(f"output_config.format.schema.{where}.$ref: Too many recursive definitions in schema")
+        for e in found
+    ), found
+
+
+def test_a_definition_used_twice_is_not_recursion() -> None:
+    shared = {
+        **closed(home={"$ref": "#/$defs/Place"}, work={"$ref": "#/$defs/Place"}),
+        "$defs": {"Place": closed(city={"$ref": "#/$defs/City"}), "City": {"type": "string"}},
+    }
+    assert errors_of(formatted(shared)) == []
+
+
+@pytest.mark.parametrize(
+    ("pattern", "issue"),
+    [
+        ("^(?!admin).*$", "lookahead/lookbehind assertions"),
+        ("(?<=\\$)\\d+", "lookahead/lookbehind assertions"),
+        ("^(a)\\1$", "backreferences"),
+        ("^(?<w>a)\\k<w>$", "backreferences"),
+        ("\\bword\\b", "word boundaries"),
+        ("\\Bx", "word boundaries"),
+    ],
+)
+def test_regex_features_the_docs_rule_out(pattern: str, issue: str) -> None:
+    found = errors_of(formatted(closed(code={"type": "string", "pattern": pattern})))
+    assert any(
+        e.startswith("output_config.format.schema.properties.code.pattern: " + issue) for e in found
+    ), found
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["^[A-Z]{2}-\\d{3,5}$", "^\\\\b$", "[\\b]x", "[(?=]", "^(\\d+)(\\.\\d+)?$", "[]\\1]", "a\\(?=b"],
+)
+def test_simple_patterns_pass(pattern: str) -> None:
+    assert errors_of(formatted(closed(code={"type": "string", "pattern": pattern}))) == []
+
+
+def test_at_most_twenty_strict_tools() -> None:
+    tools = [strict_tool(CLOSED, f"t{i}") for i in range(21)]
+    assert errors_of(body(tools=[*tools[:20], {"name": "loose", "input_schema": {"type": "object"}}])) == []
+    assert errors_of(body(tools=tools)) == ["tools: at most 20 tools may set `strict: true` (found 21)"]
+
+
+def optional(count: int, prefix: str = "p") -> dict[str, Any]:
+    return {**CLOSED, "properties": {f"{prefix}{i}": {"type": "string"} for i in range(count)}}
+
+
+def test_at_most_24_optional_parameters_across_strict_schemas() -> None:
+    assert errors_of(formatted(optional(12), tools=[strict_tool(optional(12))])) == []
+    required_too = {**optional(30), "required": [f"p{i}" for i in range(30)]}
+    assert errors_of(formatted(required_too)) == []
+    found = errors_of(formatted(optional(12), tools=[strict_tool(closed(nested=optional(13)))]))
+    assert len(found) == 1 and "at most 24 optional parameters" in found[0] and "(found 25)" in found[0]
+    assert errors_of(formatted(closed(), tools=[{"name": "loose", "input_schema": optional(30)}])) == []
+
+
+def unions(count: int) -> dict[str, Any]:
+    either = {"anyOf": [{"type": "string"}, {"type": "null"}]}
+    return closed(**{f"u{i}": either if i % 2 else {"type": ["string", "null"]} for i in range(count)})
+
+
+def test_at_most_16_union_parameters_across_strict_schemas() -> None:
+    assert errors_of(formatted(unions(8), tools=[strict_tool(unions(8))])) == []
+    found = errors_of(formatted(unions(8), tools=[strict_tool(unions(9))]))
+    assert (
+        len(found) == 1 and "at most 16 parameters with union types" in found[0] and "(found 17)" in found[0]
+    )
+
+
+def test_citations_cannot_be_enabled_beside_a_format() -> None:
+    document = {
+        "type": "document",
+        "source": {"type": "text", "media_type": "text/plain", "data": "Oslo is in Norway."},
+        "citations": {"enabled": True},
+    }
+    asked = user(document, text("Where is Oslo?"))
+    assert errors_of(body(asked)) == []
+    assert errors_of(formatted(CLOSED, messages=[user({**document, "citations": {"enabled": False}})])) == []
+    assert errors_of(formatted(CLOSED, messages=[asked])) == [
+        "messages.0.content.0.citations: citations cannot be enabled together with `output_config.format`"
+    ]
+    found = {"type": "search_result", "source": "s", "title": "t", "content": [text("b")]}
+    history = [
+        user(text("x")),
+        assistant(use("t1")),
+        user(result("t1", [{**found, "citations": {"enabled": True}}])),
+    ]
+    assert errors_of(formatted(CLOSED, messages=history)) == [
+        "messages.2.content.0.content.0.citations: citations cannot be enabled together with "
+        "`output_config.format`"
+    ]
+
+
+def test_an_effort_the_model_lacks_is_named_in_the_api_words() -> None:
+    found = errors_of(body(model="claude-opus-4-6", output_config={"effort": "xhigh"}))
+    assert found == [
+        "output_config.effort: claude-opus-4-6 does not support effort level 'xhigh'. "
+        "Supported levels: high, low, max, medium."
+    ]

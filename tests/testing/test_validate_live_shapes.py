@@ -23,7 +23,8 @@ from agent.testing.validate import (
     validate_request,
 )
 
-MODEL = "claude-opus-4-8"  # takes every effort, every thinking type and forced tool use
+MODEL = "claude-opus-4-8"  # takes every effort, adaptive thinking (or none) and forced tool use
+BUDGET_MODEL = "claude-opus-4-6"  # still takes extended thinking with a budget (`enabled`)
 MARK = {"type": "ephemeral"}
 WEB_SEARCH = {"type": "web_search_20250305", "name": "web_search", "max_uses": 3}
 CODE_EXECUTION = {"type": "code_execution_20250825", "name": "code_execution"}
@@ -242,7 +243,8 @@ def test_thinking_and_redacted_thinking_blocks() -> None:
     ],
 )
 def test_thinking_parameter_shapes(thinking: dict[str, Any]) -> None:
-    accepted(body(user(text("Think.")), thinking=thinking))
+    model = BUDGET_MODEL if thinking["type"] == "enabled" else MODEL
+    accepted(body(user(text("Think.")), model=model, thinking=thinking))
 
 
 def test_whitespace_text_beside_other_content_and_a_cache_warming_max_tokens() -> None:
@@ -384,8 +386,8 @@ def test_a_system_message_cannot_open_the_messages() -> None:
     [
         ("claude-haiku-4-5-20251001", "low", "does not support the effort parameter"),
         ("claude-sonnet-4-5", "high", "does not support the effort parameter"),
-        ("claude-opus-4-6", "xhigh", "does not support effort 'xhigh'"),
-        ("claude-sonnet-4-6", "xhigh", "does not support effort 'xhigh'"),
+        ("claude-opus-4-6", "xhigh", "does not support effort level 'xhigh'. Supported levels: high, low,"),
+        ("claude-sonnet-4-6", "xhigh", "does not support effort level 'xhigh'"),
     ],
 )
 def test_effort_the_model_does_not_take(model: str, effort: str, fragment: str) -> None:
@@ -399,7 +401,7 @@ def test_the_5_5_family_thinks_adaptively_only(thinking: dict[str, Any]) -> None
         body(user(text("x")), model="claude-opus-5-5", thinking=thinking), "does not support thinking type"
     )
     accepted(body(user(text("x")), model="claude-opus-5-5", thinking={"type": "adaptive"}))
-    accepted(body(user(text("x")), model="claude-opus-4-8", thinking=thinking))
+    accepted(body(user(text("x")), model=BUDGET_MODEL, thinking=thinking))
 
 
 @pytest.mark.parametrize("choice", [{"type": "any"}, {"type": "tool", "name": "get_weather"}])
@@ -466,12 +468,23 @@ def test_citations_on_user_text_only_before_2026_10_21() -> None:
 # --- Robustness: a validator answers, it never raises ---------------------------------------
 
 KEYS = ["type", "role", "content", "text", "id", "tool_use_id", "name", "input", "cache_control", "citations"]
+KEYS += [
+    "properties",
+    "items",
+    "anyOf",
+    "$ref",
+    "$defs",
+    "additionalProperties",
+    "required",
+    "pattern",
+    "enum",
+]
 JSON = st.recursive(
     st.none()
     | st.booleans()
     | st.integers()
     | st.floats(allow_nan=False)
-    | st.sampled_from(["", " ", "text"]),
+    | st.sampled_from(["", " ", "text", "object", "#", "#/$defs/a", "(?=x)\\1"]),
     lambda inner: (
         st.lists(inner, max_size=3)
         | st.dictionaries(st.sampled_from(KEYS) | st.text(max_size=3), inner, max_size=4)
@@ -492,5 +505,11 @@ def test_malformed_json_anywhere_is_reported_not_raised(value: Any) -> None:
         body({"role": "user", "content": value}),
         body(user(text("x")), assistant(tool_use), user({"type": "tool_result", "tool_use_id": value})),
         body(user(text("x")), tools=[value], thinking=value, tool_choice=value, output_config=value),
+        body(user(text("x")), output_config={"format": {"type": "json_schema", "schema": value}}),
+        body(user(text("x")), tools=[{"name": "f", "input_schema": value, "strict": True}]),
+        body(
+            user(text("x")),
+            tools=[{"name": "f", "input_schema": {"type": "object", "$defs": value}, "strict": True}],
+        ),
     ):
         assert isinstance(validate_request(request), list)
