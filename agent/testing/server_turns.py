@@ -27,7 +27,7 @@ from typing import Any
 
 from agent.messages import is_server_call, is_server_result
 
-__all__ = ["CODE_TOOLS", "Containers", "check_declared", "name_calls", "server_usage"]
+__all__ = ["CODE_TOOLS", "Containers", "check_declared", "link_callers", "name_calls", "server_usage"]
 
 CODE_TOOLS = frozenset({"code_execution", "bash_code_execution", "text_editor_code_execution"})
 CONTAINER_EXPIRES_AT = "2100-01-01T00:00:00Z"
@@ -67,6 +67,35 @@ def check_declared(content: list[dict[str, Any]], body: Mapping[str, Any]) -> No
                 f"policy called server tool {block.get('name')!r}, which the request does not declare "
                 f"(declared: {sorted(str(d) for d in declared)})"
             )
+
+
+def link_callers(content: list[dict[str, Any]], body: Mapping[str, Any]) -> None:
+    """Point each code-called `tool_use` (programmatic tool calling: a `caller` other than
+    `direct`) at the `code_execution` call before it, as the API does: `caller.type` is the
+    declared code execution tool's type, `caller.tool_id` that call's id. ValueError for what
+    the API never sends: such a call with no code execution call before it, or to a tool whose
+    `allowed_callers` does not name that type."""
+    tools = [t for t in body.get("tools") or [] if isinstance(t, Mapping)]
+    code_type = next((t.get("type") for t in tools if t.get("name") == "code_execution"), None)
+    allowed = {t.get("name"): t.get("allowed_callers") for t in tools}
+    running: str | None = None
+    for block in content:
+        if block.get("type") == "server_tool_use" and block.get("name") == "code_execution":
+            running = block["id"]
+        caller = block.get("caller")
+        if block.get("type") != "tool_use" or not isinstance(caller, dict) or caller.get("type") == "direct":
+            continue
+        if running is None or not isinstance(code_type, str):
+            raise ValueError(
+                f"policy made {block['name']!r} a code-called tool_use with no code_execution call before it"
+            )
+        kind = caller.get("type") or code_type
+        callers = allowed.get(block["name"])
+        if not isinstance(callers, list) or kind not in callers:
+            raise ValueError(
+                f"tool {block['name']!r} does not allow caller {kind!r} (allowed_callers: {callers!r})"
+            )
+        block["caller"] = {"type": kind, "tool_id": running}
 
 
 def server_usage(content: list[dict[str, Any]], body: Mapping[str, Any]) -> dict[str, int] | None:

@@ -88,13 +88,13 @@ import anthropic
 from agent.anthropic_llm import AnthropicLLM
 from agent.models import EFFORTS, MODELS, THINKING_TYPES
 from agent.testing import context_edits, sse
-from agent.testing.answers import Reply, error_body, json_reply, normalize
+from agent.testing.answers import Reply, error_body, iterations_of, json_reply, normalize, with_own_iteration
 from agent.testing.cache_model import MIN_CACHEABLE_TOKENS, PromptCache, base_model, render
 from agent.testing.deferred import hidden_tools
 from agent.testing.mcp_blocks import name_mcp_blocks
 from agent.testing.output import compose, sign
 from agent.testing.server import SERVER_NAME, LoopbackServer
-from agent.testing.server_turns import Containers, check_declared, name_calls, server_usage
+from agent.testing.server_turns import Containers, check_declared, link_callers, name_calls, server_usage
 from agent.testing.signatures import DEFAULT_SECRET, Signer
 from agent.testing.thinking import Checked, check_history, mode_of
 from agent.testing.validate import validate_count_tokens, validate_request
@@ -318,7 +318,9 @@ class MessagesSimulator:
         policy = self.summarizer if use_summarizer and self.summarizer else self.policy
         number = f"{self._responses + 1:04d}"
         try:
-            content, stop_reason = normalize(policy(copy.deepcopy(prompt)))
+            answer = policy(copy.deepcopy(prompt))
+            content, stop_reason = normalize(answer)
+            iterations = iterations_of(answer)
             calls = [b for b in content if b["type"] == "tool_use"]
             unseen = sorted({str(b.get("name")) for b in calls} & hidden_tools(prompt))
             if unseen:  # a model cannot call a deferred tool before a tool_reference loads it
@@ -326,6 +328,7 @@ class MessagesSimulator:
             for index, block in enumerate(calls):
                 block["id"] = f"toolu_sim_{number}_{index}"  # named before the cut: the id costs tokens
             name_calls(content, number)
+            link_callers(content, body)
             check_declared(content, body)
             name_mcp_blocks(content, body, number)
             think = functools.cache(lambda: int(self.thinking(copy.deepcopy(prompt))))
@@ -341,6 +344,8 @@ class MessagesSimulator:
         if output.thinking_tokens is not None:
             usage["output_tokens_details"] = {"thinking_tokens": output.thinking_tokens}
         usage["service_tier"] = "standard"
+        if iterations is not None:
+            usage["iterations"] = with_own_iteration(iterations, usage)
         kept = [piece.block for piece in output.pieces]
         server = server_usage(kept, body)
         if server is not None:
@@ -362,6 +367,8 @@ class MessagesSimulator:
             message["container"] = container
         if edited.applied is not None:
             message["context_management"] = {"applied_edits": edited.applied}
+        elif any(b["type"] == "compaction" for b in message["content"]):
+            message["context_management"] = {"applied_edits": []}  # as recorded with a compaction
         transformations = checked.transformations()
         if transformations is not None:
             message["input_transformations"] = transformations

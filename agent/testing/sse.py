@@ -7,14 +7,19 @@ the `Message` a non-streamed call returns. The simulator composes the message on
 and `events` turns it into the API's sequence:
 
     message_start (the message with empty content, stop_reason null, the prompt's usage)
-    ping
-    per block: content_block_start, deltas, content_block_stop
+    per block: content_block_start, deltas, content_block_stop (a ping after the first start,
+    as the API sends one; right after message_start when there is no block)
         thinking:          thinking_delta chunks (none when the text is omitted), one signature_delta
         redacted_thinking: the whole block in content_block_start, no deltas
-        text:              text_delta chunks
-        tool_use, server_tool_use: input_json_delta chunks of the input's JSON
+        text:              text_delta chunks; a cited one starts with `citations: []` and gets
+                           one citations_delta per citation before its text
+        tool_use, server_tool_use, mcp_tool_use: `input: {}`, then input_json_delta chunks of the
+                           input's JSON; a call made by code (`caller` other than direct) comes
+                           whole in content_block_start, as recorded
+        compaction:        `content: null`, then one compaction_delta with the summary
         a server tool's result: the whole block in content_block_start, no deltas
-    message_delta (stop_reason, stop_sequence, the container code ran in, final cumulative usage)
+    message_delta (stop_reason, stop_sequence, the container code ran in, final cumulative usage
+        with `iterations` when the reply lists them)
     message_stop
 
 `input_transformations`, when present, is final in `message_start`, as the API sends it.
@@ -37,7 +42,9 @@ _DELTA_USAGE = (
     "cache_read_input_tokens",
     "output_tokens",
     "server_tool_use",
+    "iterations",
 )
+_CALLS = ("tool_use", "server_tool_use", "mcp_tool_use")
 
 
 def _chunks(text: str, parts: int = CHUNKS) -> Iterator[str]:
@@ -53,10 +60,19 @@ def _block_events(index: int, block: Mapping[str, Any]) -> Iterator[dict[str, An
         start: dict[str, Any] = {"type": "thinking", "thinking": "", "signature": ""}
         deltas = [{"type": "thinking_delta", "thinking": c} for c in _chunks(block["thinking"])]
         deltas.append({"type": "signature_delta", "signature": block["signature"]})
+    elif kind == "text" and block.get("citations"):
+        start = {"citations": [], "type": "text", "text": ""}
+        deltas = [{"type": "citations_delta", "citation": c} for c in block["citations"]]
+        deltas += [{"type": "text_delta", "text": c} for c in _chunks(block["text"])]
     elif kind == "text":
         start = {"type": "text", "text": ""}
         deltas = [{"type": "text_delta", "text": c} for c in _chunks(block["text"])]
-    elif kind in ("tool_use", "server_tool_use"):
+    elif kind == "compaction":
+        start = {"type": "compaction", "content": None}
+        deltas = [{"type": "compaction_delta", "content": block["content"]}]
+    elif kind in _CALLS and _code_called(block):
+        start, deltas = dict(block), []
+    elif kind in _CALLS:
         start = {**block, "input": {}}
         raw = json.dumps(block["input"], ensure_ascii=False) if block["input"] else ""
         deltas = [{"type": "input_json_delta", "partial_json": c} for c in _chunks(raw)]
@@ -68,10 +84,15 @@ def _block_events(index: int, block: Mapping[str, Any]) -> Iterator[dict[str, An
     yield {"type": "content_block_stop", "index": index}
 
 
+def _code_called(block: Mapping[str, Any]) -> bool:
+    caller = block.get("caller")
+    return isinstance(caller, Mapping) and caller.get("type") not in (None, "direct")
+
+
 def events(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The event sequence that rebuilds `message` (a complete response body)."""
     usage = dict(message["usage"])
-    opening = {k: v for k, v in usage.items() if k != "output_tokens_details"}
+    opening = {k: v for k, v in usage.items() if k not in ("output_tokens_details", "iterations")}
     opening["output_tokens"] = min(1, usage["output_tokens"])
     start = {**message, "content": [], "stop_reason": None, "stop_sequence": None, "usage": opening}
     start.pop("stop_details", None)
@@ -79,9 +100,10 @@ def events(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     final = {k: usage[k] for k in _DELTA_USAGE if k in usage}
     if "output_tokens_details" in usage:
         final["output_tokens_details"] = usage["output_tokens_details"]
-    sequence: list[dict[str, Any]] = [{"type": "message_start", "message": start}, {"type": "ping"}]
+    sequence: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
     for index, block in enumerate(message["content"]):
         sequence.extend(_block_events(index, block))
+    sequence.insert(2 if message["content"] else 1, {"type": "ping"})  # after the first block's start
     sequence.append(
         {
             "type": "message_delta",
