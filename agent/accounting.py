@@ -173,7 +173,8 @@ def book_answer(
         )
     if config.cache:
         reported = getattr(response.usage, "cache_read_input_tokens", None) is not None
-        state.cache_guard.observe(request, record, reported=reported, server_edits=server_edits(response))
+        edits = server_edits(response) if "context_management" in request else []
+        state.cache_guard.observe(request, record, reported=reported, server_edits=edits)
     return response
 
 
