@@ -266,7 +266,7 @@ def _check_schema(root: Mapping[str, Any], where: str) -> list[str]:
         ) is not False:
             errors.append(f"{at}: {OPEN_OBJECT}")
         for key in node:
-            if key in UNSUPPORTED_KEYWORDS:
+            if key in UNSUPPORTED_KEYWORDS and not (key == "uniqueItems" and node[key] is False):  # a no-op
                 errors.append(
                     f"{at}.{key}: not supported in structured outputs ({UNSUPPORTED_KEYWORDS[key]})"
                 )

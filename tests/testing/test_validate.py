@@ -325,6 +325,12 @@ def test_unsupported_keywords_are_refused_wherever_they_are(keyword: str, value:
     assert errors_of(formatted(closed(items={"type": "array", "items": closed(n={"type": "number"})}))) == []
 
 
+def test_unique_items_false_asks_nothing_and_is_not_refused() -> None:
+    """No recording or doc says the API refuses a constraint that constrains nothing: never stricter."""
+    tags = {"type": "array", "items": {"type": "string"}, "uniqueItems": False}
+    assert errors_of(formatted(closed(tags=tags))) == []
+
+
 def test_min_items_only_zero_or_one() -> None:
     for count in (0, 1):
         tags = {"type": "array", "items": {"type": "string"}, "minItems": count}
