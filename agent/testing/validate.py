@@ -550,7 +550,11 @@ def _check_server_pairs(turns: list[Turn]) -> list[str]:
     waiting is accepted in the request's last turn (a paused turn sent back to be
     continued), and in the last assistant turn when only the user's `tool_result`s follow
     (the API ran the client's calls first and resumes the server's: live traffic shows
-    both answered 200). A pair split over turns is not refused: no evidence says the API does.
+    both answered 200). A code execution call also stays open while the conversation goes on
+    only by its own code's calls (programmatic tool calling): each later assistant turn holds
+    a `tool_use` whose `caller.tool_id` is that call, each later user turn `tool_result`s
+    (the docs repeat that step until the code ends; a recorded run answers the call 14 replies
+    later). A pair split over turns is not refused: no evidence says the API does.
     """
     errors: list[str] = []
     calls_before: set[Any] = set()
@@ -573,7 +577,7 @@ def _check_server_pairs(turns: list[Turn]) -> list[str]:
         for block in found:
             if is_server_call(block):
                 calls_before.add(block.get("id"))
-                if block.get("id") not in results and not in_flight_ok:
+                if block.get("id") not in results and not (in_flight_ok or _code_running(block, following)):
                     errors.append(
                         f"{where}: `{block.get('name')}` tool use with id `{block.get('id')}` was found "
                         f"without a corresponding `{result_type_for(block)}` block"
@@ -584,6 +588,25 @@ def _check_server_pairs(turns: list[Turn]) -> list[str]:
                     "was found without a corresponding server tool use block before it"
                 )
     return errors
+
+
+def _code_running(call: Mapping[str, Any], following: list[Turn]) -> bool:
+    """True when every turn after `call` is its code's: a user turn of `tool_result`s, or an
+    assistant turn with a `tool_use` that `call` made (`caller.tool_id`)."""
+
+    def made_by_call(block: Any) -> bool:
+        if not isinstance(block, Mapping) or block.get("type") != "tool_use":
+            return False
+        caller = block.get("caller")
+        return isinstance(caller, Mapping) and caller.get("tool_id") == call.get("id")
+
+    def results(content: list[Any]) -> bool:
+        return any(isinstance(b, Mapping) and b.get("type") == "tool_result" for b in content)
+
+    return all(
+        results(content) if role == "user" else any(made_by_call(b) for b in content)
+        for role, content, _ in following
+    )
 
 
 def _check_user_turn(content: list[Any], where: str, previous: Turn | None) -> list[str]:

@@ -378,14 +378,6 @@ EXCEPTIONS = [
         r"^anthropics/anthropic-sdk-python:tests/lib/streaming/fixtures/server_tool_result_response\.txt ",
         "mock: a synthetic SDK fixture whose code execution result answers a call it never made",
     ),
-    (
-        r"^anthropics/anthropic-sdk-python:tests/lib/tools/__inline_snapshot__/test_runners/TestSyncRunTools/"
-        r"092be1de-d3f8-4c22-a4ea-a7ad54689836\.json #1 ",
-        "programmatic tool calling, second hop: the first reply's code execution call is still running "
-        "(this reply is its code's next tool call, 0 tokens sampled), so the next request carries it "
-        "unanswered past one more turn. The API takes that (its docs repeat step 3 until the code "
-        "ends; vercel's chunks bring the result 14 replies later); the validator does not yet",
-    ),
 ]
 """(a pattern of `<source> #<index> (<real>)`, why that reply's round trip fails): the replies left out."""
 

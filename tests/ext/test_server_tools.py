@@ -170,6 +170,36 @@ def test_validator_accepts_a_call_in_flight_while_client_tools_answer() -> None:
     assert validate_request(request) == []
 
 
+def test_validator_keeps_a_code_call_open_while_its_code_calls_tools() -> None:
+    # programmatic tool calling (an SDK snapshot recorded live): the code's second tool call
+    # comes in a reply of its own, so the code execution call is still open two turns later
+    code = call("srvtoolu_7", name="code_execution")
+    version = "code_execution_20260120"  # a caller type the SDK's request types name
+    by_code = {"type": version, "tool_id": "srvtoolu_7"}
+    first = {
+        "role": "assistant",
+        "content": [code, {**tool_use("add", {"a": 1, "b": 2}, id="toolu_1"), "caller": by_code}],
+    }
+
+    def answer(id: str) -> dict[str, Any]:
+        return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": "3"}]}
+
+    second = {
+        "role": "assistant",
+        "content": [{**tool_use("add", {"a": 3, "b": 4}, id="toolu_2"), "caller": by_code}],
+    }
+    history = [user("q"), first, answer("toolu_1"), second, answer("toolu_2")]
+    tools = [
+        {**add.declaration(), "allowed_callers": [version]},
+        code_execution(version=version).declaration(),
+    ]
+    assert validate_request(body(history, tools)) == []
+    # the model itself going on (not the code) leaves the call unanswered: refused
+    direct = {"role": "assistant", "content": [tool_use("add", {"a": 3, "b": 4}, id="toolu_2")]}
+    errors = validate_request(body([*history[:3], direct, answer("toolu_2")], tools))
+    assert any("srvtoolu_7" in e and "code_execution_tool_result" in e for e in errors)
+
+
 def test_validator_refuses_a_call_never_answered_and_a_result_without_its_call() -> None:
     paused = {"role": "assistant", "content": [{"type": "text", "text": "searching"}, call("srvtoolu_4")]}
     errors = validate_request(body([user("q"), paused, user("and now?")]))
