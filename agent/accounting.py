@@ -180,18 +180,21 @@ def book_answer(
 
 def server_edits(response: Message) -> list[str]:
     """The context edits the server applied to this request (`context_management.applied_edits`,
-    an extension's request asked for them), by type: they rewrite the prompt the cache saw."""
+    an extension's request asked for them), by type, and "compaction" when the reply starts
+    from a summary of the prompt (compaction is not listed there): they rewrite what the cache saw."""
     managed = getattr(response, "context_management", None)
     if managed is None and isinstance(response.__pydantic_extra__, dict):
         managed = response.__pydantic_extra__.get("context_management")
     if managed is not None and hasattr(managed, "model_dump"):
         managed = managed.model_dump()
     edits = managed.get("applied_edits") if isinstance(managed, Mapping) else None
-    return (
+    applied = (
         [str(e.get("type", "edit")) for e in edits if isinstance(e, Mapping)]
         if isinstance(edits, list)
         else []
     )
+    compacted = any(getattr(block, "type", None) == "compaction" for block in response.content)
+    return [*applied, "compaction"] if compacted else applied
 
 
 async def call_with_retries(config: AgentConfig, request: dict[str, Any], state: RunState) -> Message:

@@ -1,6 +1,6 @@
 """Token economics: one long tool-heavy run, priced under each context lever, against the naive loop.
 
-    .venv/bin/python -m benchmarks.economics            # 80 steps, nine configurations, Markdown
+    .venv/bin/python -m benchmarks.economics            # 80 steps, eleven configurations, Markdown
     .venv/bin/python -m benchmarks.economics --steps 40
     .venv/bin/python -m benchmarks.economics --chart economics.png   # + one chart of all (extra: plot)
 
@@ -14,7 +14,8 @@ cost grows with the square of the steps. Each lever attacks one factor of that:
 
 and, side by side on the same run, the API's own lever (`agent.ext.context_management`):
 
-    api clearing  the server clears old tool results past a trigger (docs/context-management.md)
+    api clearing    the server clears old tool results past a trigger (docs/context-management.md)
+    api compaction  the server summarizes the prompt past a trigger and goes on from the summary
 
 The scenario is scripted and seeded, so every configuration sees the same tool calls
 with the same data, in the same order: an order-audit agent that pages through big
@@ -23,7 +24,8 @@ orders up, and makes one irreversible refund. The model's side picks the next to
 by its own call count (compaction rewrites the history, so the history cannot say
 which step it is). Everything goes through the real SDK to the strict simulator,
 whose billed usage (cache reads and writes included) is what is priced here; the
-summarizer calls of compaction are billed and counted like every other call.
+summarizer calls of compaction are billed and counted like every other call, and so are the
+server's compactions (their `usage.iterations`).
 """
 
 from __future__ import annotations
@@ -61,6 +63,8 @@ NO_DIET = {"diet": False}
 API_CLEARING = ContextManagement(trigger=CONTEXT_LIMIT, keep=3)
 """The API's tool-result clearing at the bound our compaction keeps, keeping as many tool uses
 as our pruning keeps results (no state: one instance serves every run)."""
+API_COMPACTION = ContextManagement(clear_tool_uses=False, compact_at=50_000)
+"""The API's compaction at the lowest trigger it takes (our compaction's bound is below it)."""
 KEEP_FIELDS = {
     "search_orders": ["order_id", "status", "total", "placed_at"],
     "get_order": ["order_id", "status", "total", "customer.name", "items.sku", "items.qty", "refund"],
@@ -286,6 +290,20 @@ API_CONFIGS: dict[str, dict[str, Any]] = {
         "cache": True,
         "ext": [API_CLEARING],
     },
+    "api compaction": {
+        **NO_DIET,
+        "keep_recent": 0,
+        "max_context_tokens": 0,
+        "cache": True,
+        "ext": [API_COMPACTION],
+    },
+    "api compaction + our diet": {
+        "keep_fields": KEEP_FIELDS,
+        "keep_recent": 0,
+        "max_context_tokens": 0,
+        "cache": True,
+        "ext": [API_COMPACTION],
+    },
 }
 """The API's own clearing, side by side on the same run: `ext` lists the extensions added after
 the approval gate. Not our levers, so apart from `CONFIGS`."""
@@ -300,13 +318,16 @@ class Outcome:
     rejected: int
     errors: int
     seconds: float
+    server_compactions: int = 0
+    """Replies that began with the server's `compaction` block (`ContextManagement(compact_at=)`)."""
 
     def cost_at(self, step: int) -> float:
         return sum(u.cost_usd or 0.0 for u in self.result.steps if u.step <= step)
 
     @property
     def summaries(self) -> int:
-        return sum(1 for u in self.result.steps if u.purpose == "summary")
+        """Our compaction's summary calls, and the server's compactions."""
+        return sum(1 for u in self.result.steps if u.purpose == "summary") + self.server_compactions
 
 
 def run_config(name: str, steps: int) -> Outcome:
@@ -329,7 +350,10 @@ def run_config(name: str, steps: int) -> Outcome:
         started = time.monotonic()
         result = agent.run(REQUEST)
         elapsed = time.monotonic() - started
-        return Outcome(name, result, len(sim.requests), len(sim.rejected), len(sim.errors), elapsed)
+        compactions = sum(any(i["type"] == "compaction" for i in u.get("iterations", ())) for u in sim.usages)
+        return Outcome(
+            name, result, len(sim.requests), len(sim.rejected), len(sim.errors), elapsed, compactions
+        )
 
 
 def run_all(steps: int = 80, names: Sequence[str] = tuple(CONFIGS)) -> list[Outcome]:
@@ -363,10 +387,11 @@ def tables(outcomes: Sequence[Outcome], steps: int) -> str:
         f"compress_threshold={d.compress_threshold:,}, list_top_n={d.list_top_n}, artifacts; "
         f"pruning = keep_recent=3, prune_batch={d.prune_batch}; "
         f"compaction = max_context_tokens={CONTEXT_LIMIT:,}; caching = cache_ttl={d.cache_ttl}; "
-        f"api clearing = ContextManagement(trigger={API_CLEARING.trigger:,}, keep={API_CLEARING.keep}).",
+        f"api clearing = ContextManagement(trigger={API_CLEARING.trigger:,}, keep={API_CLEARING.keep}); "
+        f"api compaction = ContextManagement(compact_at={API_COMPACTION.compact_at:,}).",
         "",
         "| config | uncached | cache write | cache read | output | $ total | writes % of $ | largest request"
-        f" | summaries | $ at {pivot} vs naive |",
+        f" | summaries (ours + the server's) | $ at {pivot} vs naive |",
         "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     for o in outcomes:
@@ -415,7 +440,7 @@ def headline(outcomes: Sequence[Outcome], steps: int) -> str:
 
 
 def api_clearing(outcomes: Sequence[Outcome], steps: int) -> str:
-    """The API's clearing next to our levers, in one sentence (docs/context-management.md)."""
+    """The API's clearing and compaction next to our levers, in two sentences (docs/context-management.md)."""
     by = {o.name: o for o in outcomes}
     pivot = steps // 2
 
@@ -430,7 +455,11 @@ def api_clearing(outcomes: Sequence[Outcome], steps: int) -> str:
         f"{cost('api clearing, no cache')} without (caching alone {cost('+caching')}, our pruning "
         f"{cost('+pruning')}, our compaction {cost('+compaction')}); on our diet it costs "
         f"{cost('api clearing + our diet')} ({share('api clearing + our diet')} of the naive loop at "
-        f"{pivot} steps), and every lever of ours together {cost('all')} ({share('all')} at {pivot})."
+        f"{pivot} steps), and every lever of ours together {cost('all')} ({share('all')} at {pivot}). "
+        f"The API's compaction at its lowest trigger costs {cost('api compaction')} "
+        f"({by['api compaction'].server_compactions} compactions), and {cost('api compaction + our diet')} "
+        f"on our diet ({by['api compaction + our diet'].server_compactions} compactions; "
+        f"{share('api compaction + our diet')} at {pivot})."
     )
 
 

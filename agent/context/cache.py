@@ -153,7 +153,10 @@ class PrefixGuard:
         reasons = prefix_changes(self.previous, request) if self.previous is not None else []
         reasons += [f"the server's context management applied {kind}" for kind in server_edits]
         rewrites_in_a_row = (
-            self._history_only(reasons) and bool(self.changes) and (self.changes[-1][0] == usage.step - 1)
+            self._history_only(reasons)
+            and bool(self.changes)
+            and self.changes[-1][0] == usage.step - 1
+            and self._history_only(self.changes[-1][1])  # not the server's edit the step before
         )
         if reasons:
             self.changes.append((usage.step, reasons))

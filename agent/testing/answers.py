@@ -90,7 +90,7 @@ def normalize(answer: Any) -> tuple[list[dict[str, Any]], str]:
         else:
             raise ValueError(f"policy returned a block the API never sends: {block!r}; {HINT}")
     visible = [b for b in content if b["type"] not in ("thinking", "redacted_thinking")]
-    if not visible and stop_reason not in ("max_tokens", "refusal", "pause_turn"):
+    if not visible and stop_reason not in ("max_tokens", "refusal", "pause_turn", "compaction"):
         raise ValueError(f"policy returned no content; {HINT}")
     if stop_reason is None:
         stop_reason = "tool_use" if any(b["type"] == "tool_use" for b in content) else "end_turn"

@@ -26,13 +26,25 @@ platform docs (docs/context-management.md lists them with their sources):
   `message_delta` event. `count_tokens` counts the edited prompt and reports
   `context_management.original_input_tokens`.
 
+* **`compact_20260112`** (beta header `compact-2026-01-12`). Once the prompt exceeds
+  `trigger` (default 150,000 input tokens; below 50,000 is a 400), the server summarizes the
+  whole prompt into a `compaction` block at the start of the reply and the model goes on
+  from the summary alone. The summary is one more sampling step, billed as its own
+  `usage.iterations` entry (`compaction`: the full prompt in, the summary out); the top-level
+  usage is the reply's own (`message`) iteration, as live recordings show, and
+  `applied_edits` stays `[]`. With `pause_after_compaction` the reply is the block alone,
+  `stop_reason: "compaction"`. On every request the server drops all that comes before the
+  last `compaction` block with content (`after_compaction`), so that is all it reads and
+  bills, whatever the client sends before it.
+
 Readings of what the docs leave open (the simulator's own, and said here so a test can see
 them): the edits run in the order given, each measuring the prompt as the earlier ones left
 it; `keep` counts the newest tool uses of any tool, and excluded ones are kept besides; a
-result is cleared whole, however short; `clear_thinking` without `keep` keeps one turn.
-Not modelled: `compact_20260112` (server-side compaction) is refused with a 400 that says so,
-rather than ignored, so no figure can quietly lack its cost; `server_tool_use` and MCP
-results are never cleared.
+result is cleared whole, however short; `clear_thinking` without `keep` keeps one turn. The
+summary is written by the simulator's `summarizer` (or `echo_summarizer`) from the prompt's
+plain-text transcript followed by `instructions` (or `COMPACTION_PROMPT`); the compaction
+step reads and writes the prompt cache as a request would. A compaction block is honoured
+with or without the edit in the request. `server_tool_use` and MCP results are never cleared.
 """
 
 from __future__ import annotations
@@ -50,9 +62,13 @@ __all__ = [
     "CLEAR_THINKING",
     "CLEAR_TOOL_USES",
     "COMPACT",
+    "COMPACTION_PROMPT",
+    "COMPACT_BETA",
     "PLACEHOLDER",
     "Edited",
+    "after_compaction",
     "apply_edits",
+    "compaction_due",
     "counted",
     "refusal",
     "stream_body",
@@ -62,6 +78,15 @@ BETA = "context-management-2025-06-27"
 CLEAR_TOOL_USES = "clear_tool_uses_20250919"
 CLEAR_THINKING = "clear_thinking_20251015"
 COMPACT = "compact_20260112"
+COMPACT_BETA = "compact-2026-01-12"
+COMPACT_TRIGGER = 150_000
+COMPACT_MINIMUM = 50_000
+COMPACTION_PROMPT = (
+    "Summarize the conversation above so that the work can go on from the summary alone: "
+    "the task, what was found, what was done, and what is left."
+)
+"""What the simulator asks its summarizer for when the edit gives no `instructions` (the
+API's own prompt is not published; `instructions` replaces it, the docs say)."""
 DEFAULT_TRIGGER = 100_000
 DEFAULT_KEEP = 3
 DEFAULT_THINKING_TURNS = 1
@@ -88,21 +113,26 @@ def refusal(body: Mapping[str, Any], headers: Mapping[str, str]) -> str | None:
     config = body.get("context_management")
     if config is None:
         return None
-    kinds = [e.get("type") for e in _edits(config)]
-    if COMPACT in kinds:
-        return (
-            f"context_management.edits: {COMPACT} (server-side compaction) is not modelled by the simulator"
-        )
+    edits = _edits(config)
+    kinds = [e.get("type") for e in edits]
     betas = {b.strip() for b in headers.get("anthropic-beta", "").split(",")}
-    if BETA not in betas:
+    if (not kinds or any(k != COMPACT for k in kinds)) and BETA not in betas:
         return "context_management: Extra inputs are not permitted"
     if CLEAR_THINKING in kinds and kinds[0] != CLEAR_THINKING:
         return f"context_management.edits: {CLEAR_THINKING} must be listed first in the edits array"
+    for i, edit in enumerate(edits):
+        if edit.get("type") != COMPACT:
+            continue
+        if COMPACT_BETA not in betas:  # the simulator's wording: the docs say only that the header is needed
+            return f"context_management.edits.{i}: {COMPACT} needs the beta header {COMPACT_BETA}"
+        if _value(edit.get("trigger"), COMPACT_TRIGGER) < COMPACT_MINIMUM:
+            return f"context_management.edits.{i}.trigger.value: must be at least {COMPACT_MINIMUM}"
     return None
 
 
 def apply_edits(body: Mapping[str, Any]) -> Edited:
     """`body` with its edits applied, in order (a copy; `body` is left as it came)."""
+    body = after_compaction(body)
     config = body.get("context_management")
     if config is None:
         return Edited(dict(body), None, 0)
@@ -124,6 +154,30 @@ def apply_edits(body: Mapping[str, Any]) -> Edited:
         prompt = edited
         applied.append({"type": edit["type"], key: count, "cleared_input_tokens": cleared})
     return Edited(prompt, applied, total)
+
+
+def after_compaction(body: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`body` as the server reads it: its messages from the last `compaction` block with
+    content on (that block first in its message); `body` itself when there is none. A block
+    with `content: null` is a failed compaction, a no-op, as the SDK's type says."""
+    messages = body.get("messages") or []
+    for i in range(len(messages) - 1, -1, -1):
+        blocks = _blocks(messages[i])
+        for j in range(len(blocks) - 1, -1, -1):
+            block = blocks[j]
+            if isinstance(block, Mapping) and block.get("type") == "compaction" and block.get("content"):
+                if i == 0 and j == 0:
+                    return body
+                return {**body, "messages": [{**messages[i], "content": blocks[j:]}, *messages[i + 1 :]]}
+    return body
+
+
+def compaction_due(prompt: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The `compact_20260112` edit when the prompt (as the other edits left it) exceeds its trigger."""
+    edit = next((e for e in _edits(prompt.get("context_management")) if e.get("type") == COMPACT), None)
+    if edit is None or _tokens(prompt) <= _value(edit.get("trigger"), COMPACT_TRIGGER):
+        return None
+    return edit
 
 
 def counted(body: Mapping[str, Any]) -> dict[str, Any]:

@@ -48,7 +48,9 @@ by level) with a deterministic token estimate; uncached + read + write is always
 the whole prompt.
 
 Context editing (`context_management`, `agent.testing.context_edits`): the edits apply to
-the prompt the policy reads and the cache bills, and the reply lists `applied_edits`.
+the prompt the policy reads and the cache bills, and the reply lists `applied_edits`. Past a
+`compact_20260112` trigger the reply starts with a `compaction` block `summarizer` wrote, billed
+as its own `usage.iterations` entry, and the policy reads the summary alone.
 
 `"stream": true` gets the same message as server-sent events (`agent.testing.sse`),
 so `messages.stream(...).get_final_message()` equals the non-streamed answer.
@@ -86,13 +88,15 @@ from typing import Any, TypeAlias
 import anthropic
 
 from agent.anthropic_llm import AnthropicLLM
+from agent.context.compact import transcript
 from agent.models import EFFORTS, MODELS, THINKING_TYPES
 from agent.testing import context_edits, sse
 from agent.testing.answers import Reply, error_body, iterations_of, json_reply, normalize, with_own_iteration
-from agent.testing.cache_model import MIN_CACHEABLE_TOKENS, PromptCache, base_model, render
+from agent.testing.cache_model import MIN_CACHEABLE_TOKENS, PromptCache, base_model, block_tokens, render
 from agent.testing.deferred import hidden_tools
 from agent.testing.mcp_blocks import name_mcp_blocks
 from agent.testing.output import compose, sign
+from agent.testing.policies import echo_summarizer
 from agent.testing.server import SERVER_NAME, LoopbackServer
 from agent.testing.server_turns import Containers, check_declared, link_callers, name_calls, server_usage
 from agent.testing.signatures import DEFAULT_SECRET, Signer
@@ -318,7 +322,13 @@ class MessagesSimulator:
         policy = self.summarizer if use_summarizer and self.summarizer else self.policy
         number = f"{self._responses + 1:04d}"
         try:
-            answer = policy(copy.deepcopy(prompt))
+            compaction = self._compact(prompt, minimum)
+            if compaction is not None:  # the model goes on from the summary alone
+                prompt = {**prompt, "messages": [{"role": "assistant", "content": [compaction[0]]}]}
+            if compaction is not None and compaction[2]:  # pause_after_compaction: the block alone
+                answer: Any = {"content": [], "stop_reason": "compaction"}
+            else:
+                answer = policy(copy.deepcopy(prompt))
             content, stop_reason = normalize(answer)
             iterations = iterations_of(answer)
             calls = [b for b in content if b["type"] == "tool_use"]
@@ -331,7 +341,8 @@ class MessagesSimulator:
             link_callers(content, body)
             check_declared(content, body)
             name_mcp_blocks(content, body, number)
-            think = functools.cache(lambda: int(self.thinking(copy.deepcopy(prompt))))
+            paused = compaction is not None and compaction[2]
+            think = functools.cache(lambda: 0 if paused else int(self.thinking(copy.deepcopy(prompt))))
             output = compose(content, stop_reason, checked.mode, think, int(body["max_tokens"]))
         except Exception:
             self.errors.append(traceback.format_exc())
@@ -339,11 +350,17 @@ class MessagesSimulator:
                 500, error_body(500, "the simulator's policy raised; see MessagesSimulator.errors")
             )
         self._responses += 1
-        usage = self.cache.account_positions(render(prompt), minimum).to_json()
-        usage["output_tokens"] = output.output_tokens
+        if paused and compaction is not None:  # the summary was the only sampling
+            usage = {k: v for k, v in compaction[1].items() if k != "type"}
+        else:
+            usage = self.cache.account_positions(render(prompt), minimum).to_json()
+            usage["output_tokens"] = output.output_tokens
         if output.thinking_tokens is not None:
             usage["output_tokens_details"] = {"thinking_tokens": output.thinking_tokens}
         usage["service_tier"] = "standard"
+        if compaction is not None:
+            own = [] if paused else (iterations or [{"type": "message"}])
+            iterations = [compaction[1], *own]
         if iterations is not None:
             usage["iterations"] = with_own_iteration(iterations, usage)
         kept = [piece.block for piece in output.pieces]
@@ -356,7 +373,10 @@ class MessagesSimulator:
             "type": "message",
             "role": "assistant",
             "model": body["model"],
-            "content": sign(output, checked, self.signer, f"msg_sim_{number}"),
+            "content": [
+                *([compaction[0]] if compaction is not None else []),
+                *sign(output, checked, self.signer, f"msg_sim_{number}"),
+            ],
             "stop_reason": output.stop_reason,
             "stop_sequence": None,
             "stop_details": None,
@@ -378,6 +398,32 @@ class MessagesSimulator:
                 200, context_edits.stream_body(message), {**headers, "content-type": sse.CONTENT_TYPE}
             )
         return json_reply(200, message, headers)
+
+    def _compact(
+        self, prompt: dict[str, Any], minimum: int
+    ) -> tuple[dict[str, Any], dict[str, Any], bool] | None:
+        """Server-side compaction, when the request asks for it and its prompt is past the trigger:
+        (the `compaction` block, its `usage.iterations` entry, paused). The summary step reads and
+        writes the cache as a request on the whole prompt would."""
+        edit = context_edits.compaction_due(prompt)
+        if edit is None:
+            return None
+        ask = edit.get("instructions") or context_edits.COMPACTION_PROMPT
+        text = transcript(prompt.get("messages") or []) + "\n\n" + ask
+        request = {
+            "model": prompt["model"],
+            "max_tokens": prompt["max_tokens"],
+            "messages": [{"role": "user", "content": [{"type": "text", "text": text}]}],
+        }
+        written, _ = normalize((self.summarizer or echo_summarizer)(request))
+        summary = "".join(b["text"] for b in written if b["type"] == "text") or "(nothing to summarize)"
+        usage = self.cache.account_positions(render(prompt), minimum).to_json()
+        entry = {
+            "type": "compaction",
+            **usage,
+            "output_tokens": block_tokens({"type": "text", "text": summary}),
+        }
+        return {"type": "compaction", "content": summary}, entry, edit.get("pause_after_compaction") is True
 
     def _next_fault(self) -> Fault | None:
         if not self._faults:

@@ -277,8 +277,8 @@ def test_the_simulator_refuses_what_the_api_refuses(simulator: Simulator) -> Non
     thinking_second = {"edits": [{"type": CLEAR_TOOL_USES}, {"type": CLEAR_THINKING}]}
     with pytest.raises(anthropic.BadRequestError, match="must be listed first"):
         send(client, request, thinking_second)
-    with pytest.raises(anthropic.BadRequestError, match="not modelled by the simulator"):
-        send(client, request, {"edits": [{"type": "compact_20260112"}]})
+    with pytest.raises(anthropic.BadRequestError, match="needs the beta header compact-2026-01-12"):
+        send(client, request, {"edits": [{"type": "compact_20260112"}]})  # the clearing beta is not its
     with pytest.raises(anthropic.BadRequestError, match="keep"):
         send(client, request, {"edits": [{"type": CLEAR_TOOL_USES, "keep": 3}]})  # the SDK's shapes
     assert len(sim.rejected) == 4
