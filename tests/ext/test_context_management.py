@@ -17,10 +17,11 @@ from typing import Any
 
 import anthropic
 import pytest
+from ticket_story import Seen, open_ticket, read_log
+from ticket_story import ticket_run as story
 
 from agent import Agent, tool
 from agent.anthropic_llm import split_betas
-from agent.ext.approval import Approval
 from agent.ext.context_management import (
     BETA,
     CLEAR_THINKING,
@@ -68,26 +69,6 @@ def clearing(**options: Any) -> dict[str, Any]:
     for key, value in options.items():
         edit[key] = {"type": units[key], "value": value} if key in units and isinstance(value, int) else value
     return {"edits": [edit]}
-
-
-class Seen:
-    """A policy that answers "ok" and keeps every prompt the model was shown."""
-
-    def __init__(self) -> None:
-        self.prompts: list[dict[str, Any]] = []
-
-    def __call__(self, body: dict[str, Any]) -> str:
-        self.prompts.append(body)
-        return "ok"
-
-    def results(self) -> dict[str, Any]:
-        """tool_use_id -> content of each result in the last prompt."""
-        return {
-            b["tool_use_id"]: b["content"]
-            for m in self.prompts[-1]["messages"]
-            for b in m["content"]
-            if isinstance(b, dict) and b.get("type") == "tool_result"
-        }
 
 
 def body(messages: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
@@ -331,16 +312,6 @@ def test_thinking_is_cleared_from_all_but_the_newest_turns(simulator: Simulator)
 # -- the extension ------------------------------------------------------------------------------
 
 
-@tool(irreversible=True)
-def open_ticket(subject: str) -> str:
-    """Open a support ticket. Irreversible: the customer is told its number.
-
-    Args:
-        subject: what it is about.
-    """
-    return "opened TICKET-4821"
-
-
 @tool(never_prune=True)
 def customer_note(customer: str) -> str:
     """The account's standing note.
@@ -349,16 +320,6 @@ def customer_note(customer: str) -> str:
         customer: the customer id.
     """
     return "note: always quote the ticket number"
-
-
-@tool
-def read_log(part: int) -> str:
-    """Read one part of the server log.
-
-    Args:
-        part: which part, from 1.
-    """
-    return f"log part {part}: " + "x" * 60_000  # ~15,000 tokens: eight of them pass 100,000
 
 
 def ticket_policy(request: dict[str, Any]) -> Any:
@@ -387,19 +348,7 @@ class DocumentedDefaults(Extension):
 
 def ticket_run(simulator: Simulator, extension: Extension) -> tuple[str, MessagesSimulator]:
     sim = simulator(ticket_policy)
-    agent = Agent(
-        llm=sim.llm(),
-        model=MODEL,
-        tools=[open_ticket, read_log],
-        extensions=[Approval(allow=["open_ticket"]), extension],
-        diet=False,  # whole results: the prompt passes 100,000 tokens
-        keep_recent=0,
-        max_context_tokens=0,
-        artifacts_dir=None,
-    )
-    result = agent.run("Open a ticket for the full disk, read the log, and tell me the ticket number.")
-    assert sim.rejected == [] and sim.errors == []
-    return result.text, sim
+    return story(sim, MODEL, extension).text, sim
 
 
 def test_with_the_documented_defaults_the_ticket_id_is_cleared(simulator: Simulator) -> None:

@@ -16,10 +16,11 @@ from typing import Any
 
 import anthropic
 import pytest
+from ticket_story import Seen, open_ticket, read_log
+from ticket_story import ticket_run as story
 
-from agent import Agent, tool
+from agent import RunResult
 from agent.context.compact import ACTION_PREFIX
-from agent.ext.approval import Approval
 from agent.ext.context_management import (
     BETA,
     COMPACT,
@@ -74,17 +75,6 @@ def send(client: anthropic.Anthropic, messages: list[dict[str, Any]], context: A
         context_management=context,
         **extra,
     )
-
-
-class Seen:
-    """A policy that answers "ok" and keeps every prompt the model was shown."""
-
-    def __init__(self) -> None:
-        self.prompts: list[dict[str, Any]] = []
-
-    def __call__(self, body: dict[str, Any]) -> str:
-        self.prompts.append(body)
-        return "ok"
 
 
 def tokens(body: dict[str, Any]) -> int:
@@ -224,26 +214,6 @@ def test_the_simulator_refuses_what_the_api_refuses(
 # -- the extension ------------------------------------------------------------------------------
 
 
-@tool(irreversible=True)
-def open_ticket(subject: str) -> str:
-    """Open a support ticket. Irreversible: the customer is told its number.
-
-    Args:
-        subject: what it is about.
-    """
-    return "opened TICKET-4821"
-
-
-@tool
-def read_log(part: int) -> str:
-    """Read one part of the server log.
-
-    Args:
-        part: which part, from 1.
-    """
-    return f"log part {part}: " + "x" * 60_000  # ~15,000 tokens: four of them pass 50,000
-
-
 class TicketModel:
     """Open a ticket, read five log parts, then answer with the ticket's id if it can still see
     it. It counts its own calls: after a compaction the history cannot say which step it is."""
@@ -274,20 +244,9 @@ class BareCompaction(Extension):
         return {**request, "context_management": compact(), "betas": [COMPACT_BETA]}
 
 
-def ticket_run(simulator: Simulator, extension: Extension) -> tuple[str, MessagesSimulator, Any]:
+def ticket_run(simulator: Simulator, extension: Extension) -> tuple[str, MessagesSimulator, RunResult]:
     sim = simulator(TicketModel(), summarizer=lossy)
-    agent = Agent(
-        llm=sim.llm(),
-        model=MODEL,
-        tools=[open_ticket, read_log],
-        extensions=[Approval(allow=["open_ticket"]), extension],
-        diet=False,  # whole results: the prompt passes 50,000 tokens
-        keep_recent=0,
-        max_context_tokens=0,
-        artifacts_dir=None,
-    )
-    result = agent.run("Open a ticket for the full disk, read the log, and tell me the ticket number.")
-    assert sim.rejected == [] and sim.errors == []
+    result = story(sim, MODEL, extension)
     return result.text, sim, result
 
 
