@@ -41,6 +41,8 @@ class RunResult:
     uncertain: tuple[str, ...] = ()
     """Irreversible calls (`name (id)`) whose outcome is unknown (timed out, or cut off by a dead run
     and their tool takes no idempotency key): check each before trusting the answer, as `detail` says."""
+    output: Any = None
+    """The final answer as an object, when an extension made one of it (`agent.ext.output`); else None."""
 
     @property
     def steps(self) -> list[Usage]:

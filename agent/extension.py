@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from agent.state import RunState
     from agent.tools import ServerTool, Tool, ToolCall, ToolOutcome
 
-__all__ = ["Extension", "hooked"]
+__all__ = ["Extension", "hooked", "rejected"]
 
 Msg = dict[str, Any]
 
@@ -71,8 +71,22 @@ class Extension:
     def record(self, turns: Sequence[Msg], run: RunState) -> None:
         """Turns just appended to the run's history."""
 
+    def final_answer(self, response: Message, run: RunState) -> Msg | None:
+        """The model's final reply (any stop but a tool call or a pause), already in the history:
+        None accepts it and the run ends with it; a user turn turns it down, and the loop sends
+        that turn and goes on, a step like any other (budgets and `max_steps` included). Why a
+        hook: an answer that must be, say, valid JSON of a type is only known to be wrong once
+        it is read, and the model is the one who can fix it. Raise an `AgentError` to end the run."""
+        return None
+
     def finish(self, run: RunState, error: BaseException | None) -> None:
         """The run ended, normally (`error` is None) or by `error`, which is raised after."""
+
+
+def rejected(response: Message, run: RunState) -> Msg | None:
+    """The turn of the first extension whose `final_answer` turns `response` down, else None."""
+    extensions: list[Extension] = run.extensions  # typed here: `agent.state` cannot import the seam
+    return next((t for ext in extensions if (t := ext.final_answer(response, run)) is not None), None)
 
 
 @asynccontextmanager

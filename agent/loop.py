@@ -27,7 +27,7 @@ from agent.config import AgentConfig
 from agent.context import cache, diet, history, thinking
 from agent.errors import AgentError, StepBudgetExceeded
 from agent.events import Event, emit
-from agent.extension import Extension, hooked
+from agent.extension import Extension, hooked, rejected
 from agent.state import RunResult, RunState
 from agent.steps import blocking, run_sync, settle
 from agent.tool_runs import run_turn
@@ -99,6 +99,9 @@ class Agent(AgentConfig):
             else:  # a final answer or a turn cut off: no call runs now, none is left unanswered
                 final = wire.assistant_message(response, drop_tool_uses=True, after=state.messages)
                 self.append(state, final)
+                if again := rejected(response, state):  # not accepted: sent back, a step like any other
+                    self.append(state, again)
+                    continue
                 stop = response.stop_reason or "end_turn"
                 return state.result(wire.text_of(response), stop, wire.stop_detail(stop))
 

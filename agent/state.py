@@ -101,6 +101,8 @@ class RunState:
     """The threads this run's sync tool calls run on (closed when the run ends)."""
     tools: Any = field(default=None, repr=False)
     """What this run's calls run against (`AgentConfig.tools_for`), made on the first turn."""
+    output: Any = None
+    """The final answer as an object, set by the extension that validated it (`RunResult.output`)."""
     measured: tuple[int, dict[str, Any], int] | None = field(default=None, repr=False)
     """(step, request, its `prompt_estimate`) of this step's last compaction measure, so sending
     an equal request does not encode it again."""
@@ -110,7 +112,9 @@ class RunState:
             detail = (
                 f"outcome unknown for {len(self.uncertain)} irreversible call(s): {', '.join(self.uncertain)}"
             )
-        return RunResult(text, stop_reason, self.usage, list(self.messages), detail, tuple(self.uncertain))
+        return RunResult(
+            text, stop_reason, self.usage, list(self.messages), detail, tuple(self.uncertain), self.output
+        )
 
     def raw_estimate(self, request: dict[str, Any]) -> int:
         """`prompt_estimate(request)`, reusing this step's measure when `request` equals it."""

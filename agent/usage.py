@@ -26,13 +26,30 @@ from anthropic.types import Message
 
 from agent.models import MODELS, ModelTable, Price
 
-__all__ = ["PRICES", "Price", "RunUsage", "Usage", "billed_iterations", "cost_of", "price_for"]
+__all__ = [
+    "BATCH_PRICE_FACTOR",
+    "PRICES",
+    "Price",
+    "RunUsage",
+    "Usage",
+    "billed_iterations",
+    "cost_of",
+    "price_for",
+]
 
 log = logging.getLogger("agent")
 
 
 PRICES: Mapping[str, Price] = MappingProxyType({m.id: m.price for m in MODELS.values() if m.price})
 """Read-only view of the model table's prices (`agent.models.MODELS` is the source)."""
+
+
+BATCH_PRICE_FACTOR = 0.5
+"""What a call answered through the Message Batches API pays of the standard token prices. "All
+usage is charged at 50% of standard API prices", input, output, cache writes and reads alike
+(https://platform.claude.com/docs/en/build-with-claude/batch-processing, "Pricing"); such a reply
+says so in `usage.service_tier == "batch"`, so the price follows the reply, not how it was asked.
+Server-tool fees (a web search's per-use fee) are not token prices and are not discounted here."""
 
 
 def price_for(model: str, models: ModelTable = MODELS) -> Price | None:
@@ -239,7 +256,9 @@ class Usage:
         fees = models.fees.cost(server)
         cost = None
         if all(price is not None for _, price in bills):
-            cost = sum(cost_of(tokens.api(), price) for tokens, price in bills if price is not None) + fees
+            tokens_cost = sum(cost_of(tokens.api(), price) for tokens, price in bills if price is not None)
+            batch = getattr(u, "service_tier", None) == "batch"
+            cost = tokens_cost * (BATCH_PRICE_FACTOR if batch else 1.0) + fees
         tools = tuple(b.name for b in message.content if b.type == "tool_use")
         changes = _undeclared(message, "input_transformations") or []
         dropped = sum(1 for c in changes if isinstance(c, dict) and c.get("type") == "thinking_dropped")

@@ -9,8 +9,8 @@
                 + the usage table, prunes, compactions; 2: + every tool call and result
     --usage-log PATH   append result.usage as JSON lines (`python -m agent.ext.charts.chart`)
 
-Nothing here touches an agent: an example passes `course.llm(model)` (or `course.client`) and
-`on_event=course.show` itself, and prints its own result.
+Nothing here touches an agent: an example passes `course.llm(model)` (or `course.client`,
+`course.async_client`) and `on_event=course.show` itself, and prints its own result.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -67,7 +67,21 @@ class Course:
             yield anthropic.Anthropic(**settings)
 
     @contextmanager
-    def _connection(self, model: Policy, summarizer: Policy | None, moves: bool) -> Iterator[dict[str, Any]]:
+    def async_client(
+        self, model: Policy, *, clock: Callable[[], float] | None = None
+    ) -> Iterator[anthropic.AsyncAnthropic]:
+        """A bare `anthropic.AsyncAnthropic` client, while the block runs (e11: `BatchLLM` takes one).
+
+        `clock` is the simulator's (default `time.monotonic`), which stamps a batch's `created_at`
+        and `ended_at`: a clock that does not move keeps them, and so the cassette, the same on
+        every recording. Only the offline simulator reads it; replay and live ignore it."""
+        with self._connection(model, None, False, clock) as settings:
+            yield anthropic.AsyncAnthropic(**settings)
+
+    @contextmanager
+    def _connection(
+        self, model: Policy, summarizer: Policy | None, moves: bool, clock: Callable[[], float] | None = None
+    ) -> Iterator[dict[str, Any]]:
         where = self.cassette.relative_to(CASSETTE_DIR.parents[1])
         if self.mode == "replay":
             if not self.cassette.exists():
@@ -83,7 +97,8 @@ class Course:
                 cassettes.stamp(tape, recorded_on="api", **provenance)
                 yield {"max_retries": 0} if self.record else {}
             else:
-                with MessagesSimulator(model, summarizer=summarizer) as sim:
+                timing = {} if clock is None else {"clock": clock}
+                with MessagesSimulator(model, summarizer=summarizer, **timing) as sim:
                     self.say(
                         f"offline: no ANTHROPIC_API_KEY, so this runs on the local strict simulator "
                         f"({SERVER_NAME}) with the scripted model; token counts are its estimates"

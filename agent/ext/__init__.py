@@ -11,7 +11,11 @@ own path (the core never imports any of them, and `import-linter` in CI holds th
     agent.ext.memory_tool   the API's memory tool, on files confined to one folder
     agent.ext.request_log   RequestLog: the exact request of every step, and `inspect` to read it
     agent.ext.summaries     Summaries: a small model summarises long free text before the diet cuts it
-    agent.ext.context_management  ContextManagement: the API clears old tool results (never irreversible ones)
+    agent.ext.context_management  ContextManagement: the API clears old results or compacts itself
+    agent.ext.output        Output: the final answer validated into a pydantic object (`result.output`)
+    agent.ext.subagents     SubAgent: an Agent as another's tool, its bill and budget the parent's
+    agent.ext.otel          Traces: OpenTelemetry spans of runs, model and tool calls (GenAI conventions)
+    agent.ext.batches       BatchLLM: many runs' model calls as Message Batches, at half price
     agent.ext.charts        a run's economics as a chart, from its usage log
     agent.ext.durable       durable runs on DBOS: queues, many workers, approvals across processes
 """

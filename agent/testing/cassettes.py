@@ -7,7 +7,8 @@ when the test was recorded. So:
   in what the framework sends, a reordered key included (prompt caching sees the
   bytes), fails the replay with a path-by-path diff instead of a silent pass.
 * The YAML is readable: JSON bodies are stored parsed, multi-line strings as
-  blocks, loopback ports dropped from URIs, and only the headers that mean
+  blocks, loopback ports dropped from URIs (and from the simulator's own origin where a
+  response body names it: a batch's `results_url`), and only the headers that mean
   something are kept (request: content-type, anthropic-version, anthropic-beta;
   response: content-type, server, retry-after). `authorization` and `x-api-key`
   never reach the file.
@@ -192,6 +193,23 @@ def _stable_uri(uri: str) -> str:
     return uri
 
 
+def _stable_body(body: Any, uri: str) -> Any:
+    """`body` with the loopback origin of `uri` (`http://127.0.0.1:54321`) written without its
+    port, as `_stable_uri` writes the URI: a simulator's reply may name its own address (a
+    message batch's absolute `results_url`, as the API sends it), and the ephemeral port would
+    make every re-recording differ. A replay can still ask for such a URL: vcrpy answers it
+    before any connection, matching method, path and query, not the port."""
+    parts = urlsplit(uri)
+    if parts.hostname not in ("127.0.0.1", "localhost", "::1") or parts.port is None:
+        return body
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", errors="replace")
+    if not isinstance(body, str):
+        return body
+    origin = f"{parts.scheme}://{parts.netloc}"
+    return re.sub(re.escape(origin) + "(?![0-9])", origin.rsplit(":", 1)[0], body)
+
+
 class ReadableYAML:
     """A vcrpy serializer: JSON bodies parsed, volatile headers dropped, a warning on top."""
 
@@ -211,7 +229,9 @@ class ReadableYAML:
                 "response": {
                     "status": i["response"]["status"],
                     "headers": _headers(i["response"].get("headers") or {}, RESPONSE_HEADERS),
-                    "body": _body_out((i["response"].get("body") or {}).get("string")),
+                    "body": _body_out(
+                        _stable_body((i["response"].get("body") or {}).get("string"), i["request"]["uri"])
+                    ),
                 },
             }
             for i in cassette.get("interactions", [])

@@ -3,7 +3,9 @@
 Nothing here can reach the real API, yet what this project claims (valid requests
 under any history, cache hits, token savings) needs a witness the real SDK talks
 to over real HTTP. This is it: a loopback server on an ephemeral port serving
-`POST /v1/messages` and `POST /v1/messages/count_tokens`.
+`POST /v1/messages` and `POST /v1/messages/count_tokens`, and the Message Batches API under
+`/v1/messages/batches` (`agent.testing.batches`: its requests answered as `/v1/messages` is,
+on the same clock; `sim.batches` holds them and its settings).
 
     with MessagesSimulator(policy) as sim:
         llm = sim.llm()  # = AnthropicLLM(base_url=sim.base_url, api_key="sim", max_retries=0)
@@ -92,6 +94,7 @@ from agent.context.compact import transcript
 from agent.models import EFFORTS, MODELS, THINKING_TYPES
 from agent.testing import context_edits, sse
 from agent.testing.answers import Reply, error_body, iterations_of, json_reply, normalize, with_own_iteration
+from agent.testing.batches import BatchStore
 from agent.testing.cache_model import MIN_CACHEABLE_TOKENS, PromptCache, base_model, block_tokens, render
 from agent.testing.deferred import hidden_tools
 from agent.testing.mcp_blocks import name_mcp_blocks
@@ -186,6 +189,8 @@ class MessagesSimulator:
         self._responses = 0
         self.containers = Containers()
         """Code-execution containers made by scripted server-tool turns (`server_turns`)."""
+        self.batches = BatchStore(self._batched, clock)
+        """The Message Batches API's batches and how they are processed (`agent.testing.batches`)."""
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -256,6 +261,8 @@ class MessagesSimulator:
         """Answer one HTTP request (the server calls this; tests may too)."""
         path = path.split("?", 1)[0]
         headers = {k.lower(): v for k, v in headers.items()}
+        if path.startswith("/v1/messages/batches"):
+            return self.batches.handle(method, path, headers, raw)
         if method == "GET":
             return model_info(path)
         with self._lock:
@@ -285,7 +292,21 @@ class MessagesSimulator:
             return Reply(reply.status, cut_stream(reply.body, fault.cut), reply.headers)
         return reply
 
-    def _respond(self, path: str, headers: Mapping[str, str], body: dict[str, Any]) -> Reply:
+    def _batched(self, params: dict[str, Any], headers: Mapping[str, str]) -> Reply:
+        """One request of a batch, answered as `POST /v1/messages` is (kept in `.requests`, an
+        injected status fault applied), billed at the `batch` service tier."""
+        with self._lock:
+            self.requests.append(copy.deepcopy(params))
+            fault = self._next_fault()
+            if fault is not None and fault.status is not None:
+                return json_reply(
+                    fault.status, error_body(fault.status, fault.message or f"injected {fault.status}")
+                )
+            return self._respond("/v1/messages", headers, params, tier="batch")
+
+    def _respond(
+        self, path: str, headers: Mapping[str, str], body: dict[str, Any], tier: str = "standard"
+    ) -> Reply:
         if "x-api-key" not in headers and "authorization" not in headers:
             return json_reply(401, error_body(401, "x-api-key header is required"))
         if "anthropic-version" not in headers:
@@ -309,13 +330,13 @@ class MessagesSimulator:
             return self._reject(body, [refused], refused)
         if counting:  # dropped thinking blocks are not counted, nor billed; context edits apply
             return json_reply(200, context_edits.counted(checked.body))
-        return self._answer(body, checked, self.models[base_model(model)])
+        return self._answer(body, checked, self.models[base_model(model)], tier)
 
     def _reject(self, body: dict[str, Any], errors: list[str], message: str) -> Reply:
         self.rejected.append((copy.deepcopy(body), errors))
         return json_reply(400, error_body(400, message))
 
-    def _answer(self, body: dict[str, Any], checked: Checked, minimum: int) -> Reply:
+    def _answer(self, body: dict[str, Any], checked: Checked, minimum: int, tier: str = "standard") -> Reply:
         edited = context_edits.apply_edits(checked.body)  # `context_management`, applied server-side
         prompt = edited.body  # what the model sees: failed `drop_block` thinking removed, edits applied
         use_summarizer = "tools" not in body and self.summarizer is not None
@@ -357,7 +378,7 @@ class MessagesSimulator:
             usage["output_tokens"] = output.output_tokens
         if output.thinking_tokens is not None:
             usage["output_tokens_details"] = {"thinking_tokens": output.thinking_tokens}
-        usage["service_tier"] = "standard"
+        usage["service_tier"] = tier
         if compaction is not None:
             own = [] if paused else (iterations or [{"type": "message"}])
             iterations = [compaction[1], *own]

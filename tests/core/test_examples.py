@@ -1,6 +1,6 @@
 """The course: every example runs offline, on the simulator, from its cassette, re-recorded
 byte for byte, and as `python -m examples.<name>`; each is a plain script that calls the
-model (or `agent.run`) itself.
+model (or `agent.run`, `agent.arun`) itself.
 
 `pytest tests/core/test_examples.py --record-mode=rewrite` re-records the example cassettes
 (`cassettes/examples/<name>.yaml`) on the simulator, like every other cassette; a plain run
@@ -33,6 +33,7 @@ from examples import (
     e05_seam,
     e06_caching,
     e07_refund,
+    e11_batches,
     thinking,
 )
 
@@ -96,7 +97,8 @@ def test_each_example_runs_its_agent_itself_and_swaps_nothing_behind_the_readers
         assert not re.search(r"\.(llm|on_event)\s*=(?!=)", source), f"{path.name} swaps a part of an agent"
     for module in NUMBERED:
         source = Path(module.__file__ or "").read_text()
-        assert ("messages.create(" if module is e00_bare_loop else "agent.run(") in source, module.__name__
+        calls = ("messages.create(",) if module is e00_bare_loop else ("agent.run(", "agent.arun(")
+        assert any(c in source for c in calls), module.__name__
         assert "import arithmetic" not in source and "policies import arithmetic" not in source
         if module is not e05_seam:  # e05 reuses e01's model, imported by name
             assert module.model.__module__ == module.__name__, "the scripted model is in the file"
@@ -331,6 +333,23 @@ def test_e07_refund_says_what_the_diet_cut_and_refunds(capsys: pytest.CaptureFix
     assert "(cut 29 other fields: ordered_at, qty, currency, payment, ...; full: artifact:" in diet[3]
     assert diet[4].endswith("(cut 3 other fields: reason, method, days; full result not kept)")
     assert [line.split()[0] for line in diet if line.endswith("(whole)")] == ["read_artifact"] * 2
+
+
+def test_e11_sends_the_runs_calls_as_two_batches_at_half_price(capsys: pytest.CaptureFixture[str]) -> None:
+    result, lines = play(e11_batches, capsys)
+    assert result.text == "12 × 34 = 408" and result.usage.steps[0].cost_usd is not None
+    assert [line for line in lines if line.startswith("answer: ")] == [
+        "answer: 12 × 34 = 408",
+        "answer: 56 × 78 = 4,368",
+        "answer: 91 × 23 = 2,093",
+        "answer: 45 × 67 = 3,015",
+        "answer: 89 × 10 = 890",
+    ]  # each run its own answer, though the results file lists them in reverse
+    assert "2 batches for 10 calls: msgbatch_sim_0001, msgbatch_sim_0002" in lines
+    assert lines[-1].startswith("total: 5 runs, 10 calls, $") and lines[-1].endswith("(50% of it)")
+    recorded = read_cassette(_course.CASSETTE_DIR / "e11_batches.yaml").interactions
+    urls = [i.response["results_url"] for i in recorded if (i.response or {}).get("results_url")]
+    assert urls == [f"http://127.0.0.1/v1/messages/batches/msgbatch_sim_000{n}/results" for n in (1, 2)]
 
 
 def test_thinking_streams_before_the_step_it_belongs_to_and_goes_back_signed(
