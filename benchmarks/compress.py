@@ -2,6 +2,7 @@
 
     .venv/bin/pip install graph-tool-call      # for the comparison only, not a dependency
     .venv/bin/python -m benchmarks.compress    # [--budget 2000] [--show ITEM] [--markdown]
+    .venv/bin/python -m benchmarks.compress --real   # third-party outputs, ../shared/realdata/
 
 The corpus is built fresh on the machine that runs it: `pip list`, `pip show -f`, `ps`,
 `ls -la`, a generated git repository's `git log`, the JSON schema of the SDK's
@@ -46,6 +47,13 @@ from agent.context.compressors.jsonish import dump_full
 from benchmarks import compress_corpus as corpus
 
 SEEDS = ("0", "1", "2", "12345")
+REAL = Path(__file__).resolve().parents[1].parent / "shared" / "realdata" / "tool-outputs"
+"""Real third-party tool outputs (provenance in its README), read at run time, never copied here."""
+REAL_FACTS = Path(__file__).resolve().parent / "corpus" / "real_facts.json"
+REAL_FACTS_SHA256 = "e5e08767c27d2ec7507ea7399b5415744a4d7e220a486ce1586bd8f4d58021e0"
+"""The facts for REAL were written before the compressor ran on it, then frozen: a test fails
+when the file changes, so no fact can be bent to fit a result."""
+REAL_BUDGETS = (2000, 4000)
 
 
 @dataclass
@@ -288,13 +296,146 @@ def robustness(budget: int) -> None:
         print(f"| {label} | " + " | ".join(cells) + " |")
 
 
+# -- real third-party outputs (../shared/realdata/tool-outputs) ---------------------------
+
+
+@dataclass
+class RealItem:
+    name: str
+    text: str
+    facts: list[Fact]
+    half: str
+
+    @cached_property
+    def json_in(self) -> bool:
+        return strict_json(self.text)
+
+
+def real_half(name: str) -> str:
+    """ "tuning" when the first byte of sha256(file name) is even, else "held-back"."""
+    return "tuning" if hashlib.sha256(name.encode()).digest()[0] % 2 == 0 else "held-back"
+
+
+def real_items(folder: Path = REAL) -> tuple[list[RealItem], list[str]]:
+    """The real outputs that are present and unchanged (by SHA-256), and why any was skipped."""
+    spec = json.loads(REAL_FACTS.read_text())["files"]
+    items: list[RealItem] = []
+    skipped: list[str] = []
+    for name, entry in sorted(spec.items()):
+        path = folder / name
+        if not path.is_file():
+            skipped.append(f"{name}: absent from {folder}")
+            continue
+        data = path.read_bytes()
+        if hashlib.sha256(data).hexdigest() != entry["sha256"]:
+            skipped.append(f"{name}: changed since its facts were written (SHA-256 differs)")
+            continue
+        facts = [Fact(text, "", kind) for text, kind in entry["facts"]]
+        items.append(RealItem(name, data.decode("utf-8", errors="replace"), facts, real_half(name)))
+    return items, skipped
+
+
+def real_measure(items: list[RealItem], fn: Callable[[Any, int], str], budget: int) -> dict[str, Any]:
+    kept = total = over = json_ok = json_in = chars = 0
+    per_item: dict[str, tuple[int, int]] = {}
+    for item in items:
+        output = run_one(fn, item.text, budget, repeat=1).output
+        got = sum(f.kept(output, item.text) for f in item.facts)
+        per_item[item.name] = (got, len(item.facts))
+        kept += got
+        total += len(item.facts)
+        over += len(output) > budget
+        chars += len(output)
+        if item.json_in:
+            json_in += 1
+            json_ok += strict_json(output)
+    return {
+        "kept": kept,
+        "facts": total,
+        "over": over,
+        "json": (json_ok, json_in),
+        "chars": chars,
+        "items": per_item,
+    }
+
+
+def peak_ratio(text: str, budget: int = 2000) -> float:
+    """tracemalloc's peak while compressing `text`, over the input's size in bytes."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        compress(text, budget, pointer="bench")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return peak / max(len(text.encode()), 1)
+
+
+def real_report(folder: Path = REAL, show_items: bool = True) -> dict[str, Any]:
+    items, skipped = real_items(folder)
+    for reason in skipped:
+        print(f"skipped {reason}", file=sys.stderr)
+    if not items:
+        print(f"\nNo real outputs at {folder}: the --real section needs ../shared/realdata/.")
+        return {}
+    results: dict[str, Any] = {}
+    named = {"ours": ours, "head/tail": naive}
+    print(
+        f"\n## Real third-party outputs ({len(items)} of {len(items) + len(skipped)} present; "
+        "facts frozen by hash)\n"
+    )
+    print("| half | compressor | budget | facts kept | over budget | valid JSON (JSON in) | output chars |")
+    print("|---|---|---|---|---|---|---|")
+    for half in ("tuning", "held-back"):
+        part = [i for i in items if i.half == half]
+        for name, fn in named.items():
+            for budget in REAL_BUDGETS:
+                r = real_measure(part, fn, budget)
+                results[(half, name, budget)] = r
+                ok, of = r["json"]
+                print(
+                    f"| {half} ({len(part)}) | {name} | {budget:,} | {r['kept']}/{r['facts']} "
+                    f"({100 * r['kept'] / max(r['facts'], 1):.1f}%) | {r['over']} | {ok}/{of} "
+                    f"| {r['chars']:,} |"
+                )
+    if show_items:
+        print(
+            "\n| file | half | kind | chars | "
+            + " | ".join(f"{n} @{b:,}" for n in named for b in REAL_BUDGETS)
+            + " |"
+        )
+        print("|---|---|---|---|" + "---|" * (len(named) * len(REAL_BUDGETS)))
+        for item in items:
+            cells = [item.name, item.half, detect(item.text), f"{len(item.text):,}"]
+            for name in named:
+                for budget in REAL_BUDGETS:
+                    got, of = results[(item.half, name, budget)]["items"][item.name]
+                    cells.append(f"{got}/{of}")
+            print("| " + " | ".join(cells) + " |")
+    logs = [i for i in items if detect(i.text) == "log"]
+    if logs:
+        largest = max(logs, key=lambda i: len(i.text))
+        big = "\n".join([largest.text.rstrip("\n")] * max(1, -(-1_100_000 // len(largest.text))))
+        print(
+            f"\nPeak memory (tracemalloc) / input size: {peak_ratio(largest.text):.2f}x on {largest.name} "
+            f"({len(largest.text.encode()):,} bytes); {peak_ratio(big):.2f}x on it repeated to "
+            f"{len(big.encode()):,} bytes."
+        )
+    return results
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--budget", type=int, default=2000)
     parser.add_argument("--show", help="print every contender's output for this item")
     parser.add_argument("--built", action="store_true", help="the corpus built live (first version)")
+    parser.add_argument("--real", action="store_true", help="only the real third-party outputs, side by side")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.real:
+        real_report()
+        return
     if args.child:
         items = pickle.loads(Path(args.child).read_bytes())
         print(json.dumps(hashes(items, args.budget)))

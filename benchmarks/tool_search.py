@@ -27,6 +27,12 @@ five references load (a deferred declaration costs nothing until loaded), plus t
 call and its result.
 
     .venv/bin/python -m benchmarks.tool_search
+    .venv/bin/python -m benchmarks.tool_search --real   # real MCP tools (see the section below)
+
+`--real` measures the same way on 481 real tools of 22 MCP servers (read from
+`../shared/realdata/`, skipped with a reason where absent) with our own frozen queries,
+tuning and held-back halves printed apart: ours now, ours before (`LEGACY`), plain BM25
+(`rank-bm25` on name + description) and `bm25s` when installed.
 
 Last line: `{"recall_at_5": X, "token_ratio": Y}` (hybrid over all queries; deferred
 tokens / all-declared tokens, averaged over queries).
@@ -34,9 +40,11 @@ tokens / all-declared tokens, averaged over queries).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -45,8 +53,8 @@ from typing import Any
 from agent.context.tokens import estimate_tokens
 from agent.ext.tool_search import SEARCH_TOOL_NAME, ToolIndex
 from agent.ext.tool_search.deferral import search_tool
-from agent.ext.tool_search.index import document_words
-from agent.ext.tool_search.text import STOPWORDS
+from agent.ext.tool_search.index import LEGACY, document_words
+from agent.ext.tool_search.text import STOPWORDS, words
 
 DATA = Path(__file__).parent / "tool_search_data"
 K = 5
@@ -196,5 +204,216 @@ def main() -> None:
     print(json.dumps(summary))
 
 
+# ---------------------------------------------------------------------------------------------
+# Real MCP tools (`--real`): 481 tools of 22 published MCP servers, read at run time from
+# `../shared/realdata/mcp-tools/tools.json` (never copied here), and our own task queries
+# over them in `tool_search_data/real_queries.json`, labelled before any ranker ran on them
+# and frozen by `REAL_QUERIES_SHA256`. A need is one tool name, or a list of names any one of
+# which does (two servers offering the same thing, e.g. Google Calendar's and Google
+# Workspace's event tools). Split by hash of the query text: see `real_half`.
+
+REAL_TOOLS = Path(__file__).parents[1].parent / "shared" / "realdata" / "mcp-tools" / "tools.json"
+REAL_QUERY_SETS = {  # file -> its frozen sha256
+    "real_queries.json": "afae3813b2f74869c8a41cf15566a225b287e78df2a2b80d18846cf242719767",
+    "real_task_queries.json": "4f380846d1ba3b70cec88133418e942d55de43569f6af4cbf5cd658630c30977",
+}
+"""`real_queries.json`: 171 capability queries, one thing each as a model searching one
+capability at a time asks (most name the app); `real_task_queries.json`: 106 task-phrased
+queries in everyday words, most naming no app, written second (before any ranker ran on them)
+because the first set proved easy."""
+CORE_DECLARATIONS = [  # what an agent's registry also holds: the ranker must never return them
+    {
+        "name": SEARCH_TOOL_NAME,
+        "description": "Find tools you do not see yet.",
+        "input_schema": {
+            "type": "object",
+            "properties": {"query": {"type": "string", "description": "what the tool should do"}},
+        },
+    },
+    {
+        "name": "read_artifact",
+        "description": "Read a stored full tool result (an artifact) by id, a page at a time.",
+        "input_schema": {
+            "type": "object",
+            "properties": {"artifact_id": {"type": "string"}, "offset": {"type": "integer"}},
+        },
+    },
+]
+MISSING_REAL = f"real MCP tools not found at {REAL_TOOLS} (a clone without ../shared/realdata): skipped"
+
+
+def real_tools() -> list[dict[str, Any]] | None:
+    """The real tools as Messages API declarations, or None where the shared data is absent."""
+    if not REAL_TOOLS.is_file():
+        return None
+    data = json.loads(REAL_TOOLS.read_text())
+    return [
+        {"name": t["name"], "description": t.get("description") or "", "input_schema": t["input_schema"]}
+        for t in data["tools"]
+    ]
+
+
+def real_queries() -> list[dict[str, Any]]:
+    """The labelled queries of both sets (each tagged with its `set`); refuses a file whose
+    hash is not the frozen one."""
+    queries = []
+    for file, frozen in REAL_QUERY_SETS.items():
+        raw = (DATA / file).read_bytes()
+        digest = hashlib.sha256(raw).hexdigest()
+        if digest != frozen:
+            raise ValueError(f"{file} changed (sha256 {digest}): labels are frozen")
+        queries += [{**q, "set": file.removesuffix(".json")} for q in json.loads(raw)]
+    return queries
+
+
+def real_half(query: dict[str, Any]) -> str:
+    """`tuning` when the first byte of sha256(query text) is even, else `held-back`."""
+    return "tuning" if hashlib.sha256(query["query"].encode()).digest()[0] % 2 == 0 else "held-back"
+
+
+def real_kind(query: dict[str, Any]) -> str:
+    return "one-step" if len(query["needs"]) == 1 else "multi-step"
+
+
+def _alternatives(need: str | list[str]) -> list[str]:
+    return [need] if isinstance(need, str) else list(need)
+
+
+def evaluate_real(rank: Ranker, queries: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """recall@5 (overall, one-step, multi-step), MRR@10, median ms, core tools returned."""
+    recalls: dict[str, list[float]] = {"one-step": [], "multi-step": []}
+    reciprocal, seconds, core = [], [], 0
+    for q in queries:
+        started = time.perf_counter()
+        found = rank(q["query"])[:10]
+        seconds.append(time.perf_counter() - started)
+        top = found[:K]
+        needs = [_alternatives(n) for n in q["needs"]]
+        recalls[real_kind(q)].append(sum(any(a in top for a in alts) for alts in needs) / len(needs))
+        ranks = [found.index(a) + 1 for alts in needs for a in alts if a in found]
+        reciprocal.append(1 / min(ranks) if ranks else 0.0)
+        core += any(c["name"] in top for c in CORE_DECLARATIONS)
+    every = recalls["one-step"] + recalls["multi-step"]
+    return {
+        "recall": statistics.fmean(every) if every else 0.0,
+        "one": statistics.fmean(recalls["one-step"]) if recalls["one-step"] else 0.0,
+        "multi": statistics.fmean(recalls["multi-step"]) if recalls["multi-step"] else 0.0,
+        "mrr": statistics.fmean(reciprocal) if reciprocal else 0.0,
+        "ms": 1000 * statistics.median(seconds) if seconds else 0.0,
+        "core": core,
+        "n": len(queries),
+    }
+
+
+def plain_bm25(tools: list[dict[str, Any]]) -> Ranker:
+    """rank-bm25 on name + description, lower-cased words (names split at `_`, `-`)."""
+    from rank_bm25 import BM25Okapi
+
+    names = [t["name"] for t in tools]
+    bm25 = BM25Okapi(
+        [re.findall(r"[a-z0-9]+", f"{t['name']} {t['description']}".lower()) or ["\x00"] for t in tools]
+    )
+
+    def rank(query: str) -> list[str]:
+        scores = bm25.get_scores(re.findall(r"[a-z0-9]+", query.lower()))
+        ranked = sorted(zip(names, scores, strict=True), key=lambda item: (-item[1], item[0]))
+        return [n for n, s in ranked if s > 0][:10]
+
+    return rank
+
+
+def bm25s_ranker(tools: list[dict[str, Any]]) -> Ranker | None:
+    """bm25s (sparse-matrix BM25) over our words of each tool (`document_words`), or None
+    when bm25s is not installed."""
+    try:
+        import bm25s  # type: ignore[import-untyped]
+    except ImportError:
+        return None
+    names = [t["name"] for t in tools]
+    retriever = bm25s.BM25()
+    retriever.index([document_words(t) or ["\x00"] for t in tools], show_progress=False)
+
+    def rank(query: str) -> list[str]:
+        terms = [w for w in words(query) if w in retriever.vocab_dict]
+        if not terms:
+            return []
+        scores = retriever.get_scores(terms)
+        ranked = sorted(zip(names, scores, strict=True), key=lambda item: (-item[1], item[0]))
+        return [n for n, s in ranked if s > 0][:10]
+
+    return rank
+
+
+def real_rankers(tools: list[dict[str, Any]]) -> dict[str, Ranker]:
+    """Every ranker, each given the real tools plus the core tools an agent's registry holds."""
+    declared = [*tools, *CORE_DECLARATIONS]
+    ours = ToolIndex(declared)
+    legacy = ToolIndex(declared, LEGACY)
+    rankers: dict[str, Ranker] = {
+        "ours (ToolIndex.search)": lambda q: [h.name for h in ours.search(q, 10)],
+        "ours before (graph + thesaurus)": lambda q: [h.name for h in legacy.search(q, 10)],
+        "plain BM25 (rank-bm25, name + description)": plain_bm25(declared),
+    }
+    other = bm25s_ranker(declared)
+    if other is not None:
+        rankers["bm25s (our words)"] = other
+    return rankers
+
+
+def real_main() -> None:
+    tools = real_tools()
+    if tools is None:
+        print(MISSING_REAL)
+        return
+    queries = real_queries()
+    halves = {
+        "tuning": [q for q in queries if real_half(q) == "tuning"],
+        "held-back": [q for q in queries if real_half(q) == "held-back"],
+    }
+    servers = len({t["name"].split("_", 1)[0] for t in tools})
+    counts = ", ".join(
+        f"{label} {len(qs)} ({sum(real_kind(q) == 'one-step' for q in qs)} one-step)"
+        for label, qs in halves.items()
+    )
+    print(
+        f"#### Tool search on real MCP tools: {len(tools)} tools of {servers} servers, "
+        f"{len(queries)} queries\n"
+    )
+    print(f"Queries: {counts}.\n")
+    results: dict[tuple[str, str], dict[str, float]] = {}
+    rankers = real_rankers(tools)
+    sets = sorted({q["set"] for q in queries})
+    for label, subset in halves.items():
+        print(f"**{label} half**\n")
+        print("| ranker | recall@5 | one-step | multi-step | MRR@10 | median ms | core tools in top 5 |")
+        print("|---|--:|--:|--:|--:|--:|--:|")
+        for name, rank in rankers.items():
+            r = results[name, label] = evaluate_real(rank, subset)
+            print(
+                f"| {name} | {r['recall']:.3f} | {r['one']:.3f} | {r['multi']:.3f} | {r['mrr']:.3f} | "
+                f"{r['ms']:.2f} | {r['core']:.0f} |"
+            )
+        print()
+        print("| ranker | " + " | ".join(f"{s} recall@5 (one-step)" for s in sets) + " |")
+        print("|---|" + "--:|" * len(sets))
+        for name, rank in rankers.items():
+            cells = []
+            for part in sets:
+                r = evaluate_real(rank, [q for q in subset if q["set"] == part])
+                cells.append(f"{r['recall']:.3f} ({r['one']:.3f})")
+            print(f"| {name} | " + " | ".join(cells) + " |")
+        print()
+    held = results["ours (ToolIndex.search)", "held-back"]
+    print(
+        json.dumps(
+            {
+                "held_back_recall_at_5": round(held["recall"], 3),
+                "held_back_one_step": round(held["one"], 3),
+                "held_back_ms": round(held["ms"], 2),
+            }
+        )
+    )
+
+
 if __name__ == "__main__":
-    main()
+    real_main() if "--real" in sys.argv[1:] else main()

@@ -13,6 +13,7 @@ first detects what the result is, then keeps what that kind of result is read fo
     traceback  Python tracebacks                  -> exception lines, user frames, raise site
     log        timestamped / levelled lines       -> errors, warnings, folded repeats, numbers
     diff       `git show`, `git diff`, patches     -> files with +/- counts, hunk headers, first changes
+    diagnostics  mypy, gcc, javac, ruff full       -> summary, each code's first site, rarest first
     git_log    `git log`                          -> one line per commit (full hashes)
     trace      Java, Node, Rust, Go stack traces  -> exception/panic lines, user frames, `... N more`
     ndjson     JSON Lines                         -> first, last and error records, verbatim; count
@@ -40,6 +41,7 @@ from typing import Any
 from agent.context.compressors.common import MIN_BUDGET, fit, where
 from agent.context.compressors.detect import (
     is_csv,
+    is_diagnostics,
     is_diff,
     is_git_log,
     is_html,
@@ -69,6 +71,7 @@ _TEXT = {
     "traceback": "pytraceback:compress_traceback",
     "log": "logs:compress_log",
     "diff": "diff:compress_diff",
+    "diagnostics": "diagnostics:compress_diagnostics",
     "trace": "traces:compress_trace",
     "ndjson": "records:compress_ndjson",
     "csv": "records:compress_csv",
@@ -126,6 +129,8 @@ def _text_kind(text: str) -> str:
         return "diff"
     if is_git_log(lines):
         return "git_log"
+    if is_diagnostics(lines):
+        return "diagnostics"
     if is_log(lines):
         return "log"
     if is_traceback(text):

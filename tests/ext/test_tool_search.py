@@ -1,4 +1,4 @@
-"""Tool search, offline: ranking (BM25 + graph + fusion), deferred declarations, the search tool.
+"""Tool search, offline: ranking (fielded BM25, steps, fusion), deferrals, the search tool.
 
 The index is judged on real-looking declarations (the benchmark's data); the graph on a
 case built so that only its link can find the second tool of a workflow.
@@ -23,7 +23,8 @@ from agent.ext.tool_search import (
     reference_blocks,
     server_search_tool,
 )
-from agent.ext.tool_search.deferral import search_function
+from agent.ext.tool_search.deferral import search_function, search_tool
+from agent.ext.tool_search.index import LEGACY, steps
 from agent.ext.tool_search.text import split_identifier, words
 from agent.ext.tool_search.thesaurus import expand
 from agent.testing import ScriptedLLM, reply
@@ -122,12 +123,14 @@ WORKFLOW = [
 
 
 def test_graph_expansion_brings_the_tool_that_shares_an_identifying_parameter() -> None:
+    # The graph is off by default since the real-tools benchmark (it crowded the top five
+    # with one family's siblings); asked for, it still brings a workflow's second tool.
     query = "cancel order 10023"
-    hybrid = ToolIndex(WORKFLOW)
+    hybrid = ToolIndex(WORKFLOW, Weights(graph=0.5))
     assert "payments_issue_credit" not in [h.name for h in hybrid.keyword(query)]  # no word in common
     assert [h.name for h in hybrid.search(query, 2)] == ["orders_cancel", "payments_issue_credit"]
-    no_graph = ToolIndex(WORKFLOW, Weights(graph=0.0))
-    assert "payments_issue_credit" not in [h.name for h in no_graph.search(query, 5)]
+    default = ToolIndex(WORKFLOW)
+    assert "payments_issue_credit" not in [h.name for h in default.search(query, 5)]
 
 
 def test_generic_parameters_link_nothing() -> None:
@@ -137,9 +140,65 @@ def test_generic_parameters_link_nothing() -> None:
 
 
 def test_without_the_extra_the_index_says_which_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Only the old single-text ranking (`LEGACY`) still runs on rank-bm25; the default
+    # fielded BM25 is the index's own and builds without it.
     monkeypatch.setitem(sys.modules, "rank_bm25", None)
     with pytest.raises(ImportError, match=r"pip install -e '\.\[toolsearch\]'"):
-        ToolIndex(DECLARATIONS)
+        ToolIndex(DECLARATIONS, LEGACY)
+    assert ToolIndex(DECLARATIONS).search("list the slack channels", 1)[0].name == "slack_list_channels"
+
+
+def declared(name: str, description: str, *params: str) -> dict[str, Any]:
+    properties = {p: {"type": "string", "description": f"The {p.replace('_', ' ')}."} for p in params}
+    return {
+        "name": name,
+        "description": description,
+        "input_schema": {"type": "object", "properties": properties},
+    }
+
+
+def test_a_short_description_is_not_outweighed_by_a_long_one() -> None:
+    # Real servers: filesystem's one-liners against Google Workspace's pages about files.
+    long = " ".join(["Read, copy and share any file or folder in the drive; the file may be large."] * 12)
+    tools = [
+        declared("fs_read_text_file", "Read a text file.", "path"),
+        *(declared(f"drive_tool_{i}", long, "file_id") for i in range(6)),
+    ]
+    assert ToolIndex(tools).search("read a text file", 1)[0].name == "fs_read_text_file"
+
+
+def test_each_step_of_a_query_gets_its_tool() -> None:
+    tools = [
+        declared("kube_logs", "Get logs from a pod.", "pod"),
+        declared("kube_rollout", "Restart or undo the rollout of a deployment.", "deployment"),
+        *(
+            declared(f"kube_pod_{verb}", f"{verb.title()} a pod's logs and pod status.", "pod")
+            for verb in "abcdef"
+        ),
+    ]
+    found = [h.name for h in ToolIndex(tools).search("read the pod logs, then restart the deployment", 5)]
+    assert {"kube_logs", "kube_rollout"} <= set(found)
+    assert [h.name for h in ToolIndex(tools, Weights(steps=False)).search("pod logs", 1)] == ["kube_logs"]
+    assert steps("read the pod logs, then restart the deployment") == [
+        "read the pod logs",
+        "restart the deployment",
+    ]
+
+
+def test_the_core_tools_are_never_ranked() -> None:
+    core = [
+        declared(SEARCH_TOOL_NAME, "Search for tools.", "query"),
+        declared("read_artifact", "Read an artifact."),
+    ]
+    index = ToolIndex([*core, *DECLARATIONS[:20]])
+    assert SEARCH_TOOL_NAME not in index.names and "read_artifact" not in index.names
+    assert find_tools([*core, *DECLARATIONS[:20]], "search for tools", 10)[:1] != [SEARCH_TOOL_NAME]
+    assert not {SEARCH_TOOL_NAME, "read_artifact"} & set(find_tools(core, "read an artifact", 5))
+
+
+def test_the_search_tool_asks_for_one_capability_at_a_time() -> None:
+    description = str(search_tool([]).declaration()["description"])
+    assert "one capability at a time" in description and "once per step" in description
 
 
 def test_search_is_deterministic_and_bounded(index: ToolIndex) -> None:

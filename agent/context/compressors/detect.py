@@ -18,6 +18,7 @@ from typing import Any
 
 __all__ = [
     "is_csv",
+    "is_diagnostics",
     "is_diff",
     "is_git_log",
     "is_html",
@@ -33,6 +34,8 @@ __all__ = [
     "table_columns",
 ]
 
+DIAG_SITE = re.compile(r"^\S+?:\d+(?::\d+)?: (error|warning|note|fatal error|remark)(?:\[[\w-]+\])?: ")
+DIAG_ARROW = re.compile(r"^\s*--> \S+:\d+(?::\d+)?\s*$")
 DIFF_FILE = re.compile(r"^diff --git |^diff -\S* |^Index: ")
 DIFF_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
 HTML_HEAD_START = re.compile(r"^\s*(?:<!doctype html|<html\b|<\?xml[^>]*>\s*<html\b)", re.IGNORECASE)
@@ -41,10 +44,14 @@ HTML_TAGS = re.compile(
 )
 LOG_STAMP = re.compile(
     r"^[ \t]*\[?(?:\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}|\d{2}:\d{2}:\d{2}|[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}"
+    r"|[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}(?:\.\d+)? \d{4}\]"
     r"|\d{1,2}/[A-Z][a-z]{2}/\d{4})[^ \n]*\]?[ \t]*",
     re.MULTILINE,
 )
-LOG_LEVEL = re.compile(r"\b(TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRITICAL|FATAL|SEVERE|PANIC)\b")
+LOG_LEVEL = re.compile(
+    r"\b(TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRITICAL|FATAL|SEVERE|PANIC)\b"
+    r"|\[(error|warn|notice|info|debug|crit|alert|emerg)\]"  # Apache's error_log: `[error]`
+)
 PYTB_START = "Traceback (most recent call last):"
 RECORDS_XML_START = re.compile(r"^\s*(?:<\?xml\b|<!DOCTYPE\s+\w+|<[A-Za-z_][\w.:-]*[\s>/])")
 TESTS_PYTEST = re.compile(
@@ -68,7 +75,7 @@ TRACE_FRAME = re.compile(
 )
 TRACE_HEAD = re.compile(
     r"^(?:Exception in thread|Caused by:|Suppressed:|thread '.*' (?:\(\d+\) )?panicked at|panic: "
-    r"|goroutine \d+ \[|"
+    r"|fatal error: |goroutine \d+ (?:gp=\S+ m=\S+ (?:mp=\S+ )?)?\[|"
     r"[\w.$]*(?:Error|Exception)(?::|$))"
 )
 
@@ -82,6 +89,17 @@ def is_diff(lines: list[str]) -> bool:
         a.startswith("--- ") and b.startswith("+++ ") and DIFF_HUNK.match(c)
         for a, b, c in zip(sample, sample[1:], sample[2:], strict=False)
     )
+
+
+def is_diagnostics(lines: list[str]) -> bool:
+    """Compiler or linter output: `path:line: error: ...` or ruff's `--> path:line:col` sites,
+    on a fifth of the lines at least (a twenty-fifth with source panes between them)."""
+    rows = [line for line in lines[:400] if line.strip()]
+    if len(rows) < 3:
+        return False
+    sites = sum(1 for line in rows if DIAG_SITE.match(line))
+    arrows = sum(1 for line in rows if DIAG_ARROW.match(line))
+    return sites * 5 >= len(rows) or (arrows >= 2 and arrows * 25 >= len(rows))
 
 
 def is_html(text: str) -> bool:

@@ -19,7 +19,14 @@ from agent.context.compressors.detect import LOG_STAMP as _STAMP
 
 __all__ = ["compress_log"]
 
-_NORMAL = {"WARN": "WARNING", "ERR": "ERROR", "SEVERE": "ERROR", "PANIC": "FATAL"}
+_NORMAL = {
+    **{"WARN": "WARNING", "ERR": "ERROR", "SEVERE": "ERROR", "PANIC": "FATAL"},
+    **{"CRIT": "CRITICAL", "ALERT": "CRITICAL", "EMERG": "FATAL"},
+}
+_MESSAGE = re.compile(r"^.{0,60}?\]?: ")
+_WORDS = 2
+_CHUNK = 500
+"""Lines masked per pass: a pass over the whole text would hold three copies of it at once."""
 _ORDER = ("FATAL", "CRITICAL", "ERROR", "WARNING", "NOTICE", "INFO", "DEBUG", "TRACE")
 _MASK = re.compile(r"0x[0-9a-fA-F]+|\b[0-9a-fA-F]{8,}\b|\d+")
 _EXCEPTION = re.compile(r"^\s*(?:Traceback \(most recent|[A-Za-z_][\w.]*(?:Error|Exception|Exit)\b)")
@@ -27,15 +34,27 @@ _EXCEPTION = re.compile(r"^\s*(?:Traceback \(most recent|[A-Za-z_][\w.]*(?:Error
 
 def _level(line: str) -> str | None:
     found = _LEVEL.search(line[:80])
-    return _NORMAL.get(found.group(1), found.group(1)) if found else None
+    if not found:
+        return None
+    name = found.group(1) or found.group(2).upper()
+    return _NORMAL.get(name, name)
+
+
+def _coarse(template: str) -> str:
+    """A template's first words after its source (`sshd[#]: `): `Accepted password` and `Failed
+    password` are two kinds of line, whatever user name follows."""
+    message = _MESSAGE.sub("", template, count=1)
+    return " ".join(message.split()[:_WORDS])
 
 
 def compress_log(text: str, budget: int, pointer: str | None) -> str:
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     if lines and not lines[-1]:
         lines.pop()
-    joined = "\n".join(lines)
-    templates = _MASK.sub("#", _STAMP.sub("", joined)).split("\n")  # whole-text passes: C speed
+    templates: list[str] = []
+    for start in range(0, len(lines), _CHUNK):  # whole-chunk passes: C speed, a chunk's copies at a time
+        chunk = "\n".join(lines[start : start + _CHUNK])
+        templates += _MASK.sub("#", _STAMP.sub("", chunk)).split("\n")
     levels: Counter[str] = Counter()
     groups: dict[str, list[int]] = {}
     severity: dict[int, int] = {}
@@ -54,7 +73,7 @@ def compress_log(text: str, budget: int, pointer: str | None) -> str:
             elif _EXCEPTION.match(line):
                 severity[i] = 1
             elif level == "WARNING":
-                severity[i] = 2
+                severity[i] = 3
         else:
             group[1] = i
             group[2] += 1
@@ -63,8 +82,14 @@ def compress_log(text: str, budget: int, pointer: str | None) -> str:
         if count > 1:
             shown[first] = f"{lines[first]} [x{count} similar, last L{last + 1}]"
     priorities = [(p, i) for i, p in severity.items()]
-    priorities += [(3, i) for i in (0, 1, len(lines) - 2, len(lines) - 1) if 0 <= i < len(lines)]
-    priorities += [(10 + n, first) for n, (first, _, _) in enumerate(groups.values())]
+    priorities += [(2, i) for i in (0, 1, len(lines) - 2, len(lines) - 1) if 0 <= i < len(lines)]
+    coarse: dict[str, list[int]] = {}  # coarse kind -> [lines of that kind, first template's line]
+    for template, (first, _, count) in groups.items():
+        kind = coarse.setdefault(_coarse(template), [0, first])
+        kind[0] += count
+    order = sorted(coarse.values(), key=lambda kind: (kind[0], kind[1]))
+    rare = {first: 10 + n for n, (_, first) in enumerate(order)}  # one line of each kind, rarest first
+    priorities += [(rare.get(first, 10_000 + n), first) for n, (first, _, _) in enumerate(groups.values())]
     counts = ", ".join(f"{name} {levels[name]}" for name in _ORDER if levels[name])
     counts = counts or "no levels"
     header = f"[log: {len(lines)} lines; {counts}; distinct lines, repeats folded; {where(pointer)}]"

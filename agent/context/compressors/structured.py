@@ -114,7 +114,8 @@ class _Viewer:
         if isinstance(value, Mapping):
             return self._dict(value, depth)
         if isinstance(value, (list, tuple)):
-            return self._list(value, depth)
+            pairs = _pairs(value)
+            return self._dict(pairs, depth) if pairs is not None else self._list(value, depth)
         return scalar(value)
 
     def _dict(self, data: Mapping[Any, Any], depth: int) -> Any:
@@ -122,18 +123,14 @@ class _Viewer:
             return {json_key(k): clip(text_of(v), 400) for k, v in data.items()}
         if depth >= self.level.depth:
             self.nested_cut += 1
-            return collapsed_dict(data)
+            return self._collapsed(data)
         keys = list(data.keys())
         if depth + 1 >= self.level.depth and len(keys) > 3 and mostly_containers(data):
             self.nested_cut += 1  # its values would all collapse: their names say more
             return f"{{{len(keys)} keys: {names(keys, max(self.node_limit // 2, 200))}}}"
         rest: list[Any] = []
         if len(keys) > self.level.keys:
-            last = len(keys) - 1  # first and last keys always: the end of an object is read too
-            chosen = [
-                i < self.level.keys or i == last or json_key(k) in PRIORITY or is_id_key(json_key(k))
-                for i, k in enumerate(keys)
-            ]
+            chosen = self._chosen(data, keys)  # the last key always: the end of an object is read too
             rest = [k for k, c in zip(keys, chosen, strict=True) if not c]
             keys = [k for k, c in zip(keys, chosen, strict=True) if c]
         out: dict[str, Any] = {}
@@ -144,6 +141,46 @@ class _Viewer:
                 out["..."] = f"+{len(rest)} of {total} keys: {names(rest, max(self.node_limit // 2, 200))}"
             out[json_key(key)] = self.view(data[key], depth + 1)
         return out
+
+    def _collapsed(self, data: Mapping[Any, Any]) -> Any:
+        """A dict past the level's depth: its identity fields when they are short scalars (the id
+        and status of a subscription say more than `{37 keys}`), else its shape."""
+        brief: dict[str, Any] = {}
+        for key in identity_keys(data)[:3]:
+            value = normalize(data[key])
+            if is_scalar(value) and (not isinstance(value, str) or len(value) <= 60):
+                brief[json_key(key)] = scalar(value) if not isinstance(value, str) else value
+        if not brief:
+            return collapsed_dict(data)
+        brief["..."] = f"{len(data)} keys"
+        return brief
+
+    def _chosen(self, data: Mapping[Any, Any], keys: list[Any]) -> list[bool]:
+        """Which keys of a dict wider than the level shows: by value, not document order. Every
+        short scalar (a count, a flag, a name: cheap, and what is read) up to twice the level's keys,
+        the priority and id keys, the last key, then the other keys in order up to half the level's."""
+        last = len(keys) - 1
+        chosen: list[bool] = []
+        cheap = others = 0
+        for i, key in enumerate(keys):
+            name = json_key(key)
+            value = normalize(data[key])
+            short = _short(value) or (
+                isinstance(value, Mapping)
+                and len(value) == 1
+                and _short(normalize(next(iter(value.values()))))
+            )  # {"stringValue": "checkout-service"} is one value too
+            if i == last or name in PRIORITY or is_id_key(name):
+                chosen.append(True)
+            elif short and cheap < 2 * self.level.keys:
+                cheap += 1
+                chosen.append(True)
+            elif others < max(self.level.keys // 2, 1):
+                others += 1
+                chosen.append(True)
+            else:
+                chosen.append(False)
+        return chosen
 
     def _list(self, items: Sequence[Any], depth: int) -> Any:
         count = len(items)
@@ -182,13 +219,21 @@ class _Viewer:
             summary["scanned"] = SCAN_LIMIT
         return summary
 
-    def _brief(self, item: Any, depth: int) -> Any:
+    def _brief(self, item: Any, depth: int, reach: int = 3) -> Any:
         record = normalize(item)
+        if isinstance(record, (list, tuple)) and record and reach:
+            pairs = _pairs(record)
+            if pairs is not None:
+                return self._brief(pairs, depth, reach - 1)
+            return [self._brief(record[0], depth, reach - 1)]
         if not isinstance(record, Mapping):
             return self.view(record, depth)
-        keys = identity_keys(record)
+        keys = identity_keys(record) or _dotted_name(record)
         if not keys:
             keys = [k for k in record if is_scalar(record[k])][:3]
+        if not keys and reach:  # only containers: the identity of what is inside them
+            inner = {json_key(k): self._brief(record[k], depth, reach - 1) for k in list(record)[:2]}
+            return {k: v for k, v in inner.items() if v not in ({}, [], [{}])}
         if len(record) <= 4 and all(is_scalar(v) for v in record.values()):
             keys = list(record)
         out: dict[str, Any] = {}
@@ -208,6 +253,47 @@ class _Viewer:
             cached = profile(items)
             self.profiles[id(items)] = cached
         return cached
+
+
+_PAIR_KEYS = (("key", "value"), ("name", "value"), ("Key", "Value"), ("Name", "Value"))
+
+
+def _short(value: Any) -> bool:
+    return is_scalar(value) and (not isinstance(value, str) or len(value) <= 40)
+
+
+def _pairs(items: Sequence[Any]) -> dict[str, Any] | None:
+    """A list of `{key, value}` records (OpenTelemetry attributes, AWS tags, env lists) as the map
+    it spells, `{key: value}`, when its keys are distinct strings; else None."""
+    if not 2 <= len(items) <= SCAN_LIMIT:
+        return None
+    first = normalize(items[0])
+    if not isinstance(first, Mapping) or len(first) != 2:
+        return None
+    names = next((pair for pair in _PAIR_KEYS if all(k in first for k in pair)), None)
+    if names is None:
+        return None
+    out: dict[str, Any] = {}
+    for item in items:
+        record = normalize(item)
+        if (
+            not isinstance(record, Mapping)
+            or len(record) != 2
+            or names[0] not in record
+            or names[1] not in record
+        ):
+            return None
+        key = record[names[0]]
+        if not isinstance(key, str) or key in out:
+            return None
+        out[key] = record[names[1]]
+    return out
+
+
+def _dotted_name(record: Mapping[Any, Any]) -> list[Any]:
+    """The shortest `*.name` key (`service.name` over `telemetry.sdk.name`): a map's identity."""
+    names = [k for k in record if isinstance(k, str) and k.endswith(".name")]
+    return [min(names, key=len)] if names else []
 
 
 def _http_view(value: Mapping[str, Any], keep: set[int]) -> tuple[dict[str, Any], int]:
@@ -236,16 +322,58 @@ def compress_structured(value: Any, budget: int, pointer: str | None) -> str:
     if is_http(value):
         value, dropped_headers = _http_view(value, keep)
     profiles: dict[int, Profile] = {}
-    for level in LEVELS:
-        viewer = _Viewer(level, max(budget, 400), profiles, keep)
-        try:
-            view = viewer.view(value, 0)
-        except _TooBig:
-            continue
-        text = _wrap(view, viewer, dropped_headers, pointer)
-        if len(text) <= budget:
+    for n, level in enumerate(LEVELS):
+        text = _render(value, level, budget, profiles, keep, dropped_headers, pointer)
+        if text is not None and len(text) <= budget:
+            if n and len(text) < budget * FILL:
+                return _refine(value, level, text, budget, profiles, keep, dropped_headers, pointer)
             return text
     return _minimal(value, budget, pointer)
+
+
+FILL = 0.6
+"""A level that fits in less than this share of the budget is refined (the ladder's steps are
+coarse: one level can be 13,800 chars and the next 426)."""
+
+
+def _render(
+    value: Any,
+    level: Level,
+    budget: int,
+    profiles: dict[int, Profile],
+    keep: set[int],
+    dropped_headers: int,
+    pointer: str | None,
+) -> str | None:
+    viewer = _Viewer(level, max(budget, 400), profiles, keep)
+    try:
+        view = viewer.view(value, 0)
+    except _TooBig:
+        return None
+    return _wrap(view, viewer, dropped_headers, pointer)
+
+
+def _refine(
+    value: Any,
+    level: Level,
+    text: str,
+    budget: int,
+    profiles: dict[int, Profile],
+    keep: set[int],
+    dropped_headers: int,
+    pointer: str | None,
+) -> str:
+    """`level` made richer one dimension at a time, while it fits: depth first (what is inside
+    says more than how much of it), then keys, then items, then string length."""
+    for field in ("depth", "keys", "items", "text"):
+        richer = sorted({getattr(lv, field) for lv in LEVELS if getattr(lv, field) > getattr(level, field)})
+        for amount in richer:
+            trial = Level(**{**level.__dict__, field: amount})
+            got = _render(value, trial, budget, profiles, keep, dropped_headers, pointer)
+            if got is None or len(got) > budget:
+                break
+            level, text = trial, got
+    return text
 
 
 def _wrap(view: Any, viewer: _Viewer, dropped_headers: int, pointer: str | None) -> str:

@@ -17,7 +17,9 @@ __all__ = ["compress_tests"]
 _SUMMARY = re.compile(
     r"^=+ .*\b(?:passed|failed|errors?|skipped|xfailed|xpassed|no tests ran)\b.*=+$"
     r"|^(?:Ran \d+ tests?|FAILED \(|OK\b|collected \d+ items?|collecting \.\.\. collected)"
+    r"|^\d+ (?:failed|passed|errors?)\b.*\bin [\d.]+s"  # `pytest -q`: the count line has no rule
 )
+_ERROR_KIND = re.compile(r"^(?:E\s+)?(\S+)")
 _SHORT = re.compile(r"^(?:FAILED|ERROR|XPASS)\s+\S")
 _SECTION = re.compile(r"^_{2,} (.+?) _{2,}$|^(?:FAIL|ERROR): \S")
 _ERROR_LINE = re.compile(r"^E\s+\S")
@@ -31,21 +33,28 @@ def compress_tests(text: str, budget: int, pointer: str | None) -> str:
     priorities: list[tuple[int, int]] = []
     in_section = False
     first_error_taken = False
+    located = False
+    shapes: set[str] = set()  # an error line seen before (other numbers) ranks with the rest
+    short = [i for i, line in enumerate(lines) if _SHORT.match(line)]
+    ends = {short[0], short[-1]} if len(short) > 8 else set(short)
     for i, line in enumerate(lines):
         if _SUMMARY.search(line):
             priorities.append((0, i))
         elif _SHORT.match(line):
-            priorities.append((1, i))
+            priorities.append((1 if i in ends else 4, i))  # a long FAILED list: its ends, then the rest
         elif _SECTION.match(line):
             priorities.append((2, i))
             in_section, first_error_taken = True, False
         elif line.startswith("=") or line.startswith("-" * 10):
             in_section = False
         elif in_section and not first_error_taken and (_ERROR_LINE.match(line) or _UNITTEST_EXC.match(line)):
-            priorities.append((2, i))
+            shape = _ERROR_KIND.match(line).group(1)  # type: ignore[union-attr]
+            priorities.append((1 if shape not in shapes else 3, i))
+            shapes.add(shape)
             first_error_taken = True
         elif in_section and _LOCATION.match(line):
-            priorities.append((3, i))
+            priorities.append((2 if not located else 3, i))
+            located = True
         elif _VERBOSE_FAIL.search(line):
             priorities.append((4, i))
     priorities += [(5, i) for i in (0, len(lines) - 1) if i >= 0]

@@ -84,10 +84,33 @@ def compress_plain(text: str, budget: int, pointer: str | None) -> str:
     priorities += important_lines(lines)
     headings = [i for i, line in enumerate(lines) if len(line) < 200 and _HEADING.match(line)]
     priorities += [(12 + n, i) for n, i in enumerate(headings[:40])]
+    priorities += _fields(lines)
     footer = (
         f"[{origin[-1][0] + origin[-1][1] - 1} lines{_rows(text)}, {len(text):,} chars; {where(pointer)}]"
     )
     return pick_lines(lines, budget, priorities, footer=footer, origin=origin)
+
+
+_FIELD = re.compile(r"^[A-Z][\w .()/-]{0,40}:(?:\s|$)")
+_SUBFIELD = re.compile(r"^ {1,4}[A-Z][\w .()/-]{0,40}:\s")
+
+
+def _fields(lines: list[str]) -> list[tuple[int, int]]:
+    """A `Key: value` document (`kubectl describe`, `pip show`, `systemctl status`): every top-level
+    field, then the first rows of each section and its sub-fields, ranked over the middle lines.
+    Only when such fields start a tenth of the lines at least (not prose with a colon here and there)."""
+    top = [i for i, line in enumerate(lines) if len(line) < 300 and _FIELD.match(line)]
+    if len(top) < 4 or len(top) * 10 < len(lines):
+        return []
+    out = [(12 + min(n, 60), i) for n, i in enumerate(top)]
+    for n, start in enumerate(top):
+        stop = top[n + 1] if n + 1 < len(top) else len(lines)
+        under = [
+            i for i in range(start + 1, stop) if lines[i].strip() and not set(lines[i].strip()) <= set("- ")
+        ]
+        out += [(40 + 6 * k + min(n, 30), i) for k, i in enumerate(under[:5])]
+        out += [(70 + min(n, 30), i) for i in under[5:200] if _SUBFIELD.match(lines[i])]
+    return out
 
 
 _LEAD = re.compile(r"^[ \t]*(?:- )?[A-Za-z_][\w.-]*(?: [A-Z]+\b)*", re.MULTILINE)
@@ -154,7 +177,7 @@ def compress_source(text: str, budget: int, pointer: str | None) -> str:
     priorities = []
     for k, i in enumerate(defs):
         depth = (len(lines[i]) - len(lines[i].lstrip())) // 4
-        priorities.append((10 + 20 * depth + min(k, len(defs) - 1 - k), i))
+        priorities.append((10 + 1000 * depth + min(k, len(defs) - 1 - k), i))  # every outer one first
     priorities += [(200 + n, i) for n, i in enumerate(filled[:40])]
     note = f"[source: {len(lines)} lines; kept head, definitions, tail; {where(pointer)}]"
     ends = "\n".join(lines[len(lines) - tail :]) + "\n" if tail else ""

@@ -11,6 +11,7 @@ stay, and the footer counts frames and exceptions.
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 from agent.context.compressors.common import is_important, pick_lines, where
 from agent.context.compressors.detect import TRACE_FRAME as _FRAME
@@ -19,6 +20,11 @@ from agent.context.compressors.detect import TRACE_HEAD as _HEAD
 __all__ = ["compress_trace"]
 
 _LOCATION = re.compile(r"^\s*at \S+:\d+")
+_GO_FILE = re.compile(r"^\s+\S+\.go:\d+")
+_GO_ROUTINE = re.compile(r"^goroutine \d+ (?:gp=\S+ m=\S+ (?:mp=\S+ )?)?\[([^\],]+)")
+_GO_RUNTIME = re.compile(r"^runtime: \w")
+_GO_ARGS = re.compile(r"\(.*$")
+_GO_PC = re.compile(r" \+0x[0-9a-f]+.*$")
 _MORE = re.compile(r"^\s*\.\.\. \d+ more")
 _RUNTIME = re.compile(
     r"\bat (?:java\.|javax\.|jdk\.|sun\.|kotlin\.|scala\.|node:|internal/)|\(node:|\bat (?:async )?Promise\.|"
@@ -27,14 +33,46 @@ _RUNTIME = re.compile(
 )
 
 
+def _go_user(function: str) -> bool:
+    """A Go frame's function is the program's own: `main.`, or a package path whose first
+    element has a dot (`github.com/...`); the standard library's (`net/http.`, `runtime.`) has none."""
+    name = function.strip().removeprefix("created by ")
+    if name.startswith("main."):
+        return True
+    return "/" in name and "." in name.split("/")[0]
+
+
 def compress_trace(text: str, budget: int, pointer: str | None) -> str:
     """Exception and panic lines, the frame under each, user frames, `... N more`, the ends."""
     lines = [line.rstrip() for line in text.splitlines()]
     priorities: list[tuple[int, int]] = [(1, 0), (3, len(lines) - 1)]
     frames = user = heads = 0
     under_head = False
+    states = [(i, m.group(1)) for i, line in enumerate(lines) if (m := _GO_ROUTINE.match(line))]
+    state_count = Counter(state for _, state in states)
+    go_heads = {
+        i: (0 if n == 0 else 1 if state_count[state] == 1 else 200 + n) for n, (i, state) in enumerate(states)
+    }
+    seen: set[str] = set()
     for i, line in enumerate(lines):
-        if _HEAD.match(line) or (is_important(line) and not _FRAME.match(line)):
+        if i in go_heads:  # a dump of many goroutines: the first, the rare states, then the rest
+            heads += 1
+            under = 2 if go_heads[i] == 0 else go_heads[i] + 150  # the first one's top frame: where
+            priorities += [(go_heads[i], i), (under, i + 1), (under, i + 2)]
+            under_head = True
+        elif i + 1 < len(lines) and _GO_FILE.match(lines[i + 1]) and not _FRAME.match(line):
+            frames += 1  # a Go frame: the function line, its file line under it
+            if not _go_user(line):
+                priorities += [(300 + i, i), (300 + i, i + 1)]
+                continue
+            user += 1
+            site = _GO_ARGS.sub("", line) + _GO_PC.sub("", lines[i + 1])
+            rank = 4 + min(len(seen), 40) if site not in seen else 400 + min(i, 5000)  # recursion: once
+            seen.add(site)
+            priorities += [(rank, i), (rank, i + 1)]
+        elif _GO_FILE.match(line):
+            continue
+        elif _HEAD.match(line) or _GO_RUNTIME.match(line) or (is_important(line) and not _FRAME.match(line)):
             heads += 1
             priorities += [(0, i), (2, i + 1)]
             under_head = True

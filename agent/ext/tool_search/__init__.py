@@ -8,8 +8,8 @@ few dozen tools, so an agent opts in. `ToolSearch.tools` marks the tools to defe
 core's registry declares them `defer_loading: true`, in the same sorted, byte-stable
 list) and adds the tool that finds them; its `render` hook turns a search's result into
 `tool_reference` blocks, which load the tools found. `deferral` holds the rule and the
-search tool; `index` ranks tools (BM25 + graph expansion + weighted reciprocal-rank
-fusion); `graph`, `text` and `thesaurus` are its parts. `find_tools(tools, query, k)`
+search tool; `index` ranks tools (fielded BM25, thesaurus, step-by-step ranking, weighted
+reciprocal-rank fusion); `graph`, `text` and `thesaurus` are its parts. `find_tools(tools, query, k)`
 ranks any tools, outside a run.
 """
 

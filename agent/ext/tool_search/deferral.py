@@ -91,8 +91,9 @@ def find_tools(
     tools: Iterable[Tool | ServerTool | Mapping[str, Any]], query: str, k: int = SEARCH_RESULTS
 ) -> list[str]:
     """The names of the `k` tools (`Tool`s or declarations, e.g. `agent.registry`) that best
-    fit `query` (BM25 + graph expansion + weighted rank fusion, `agent.ext.tool_search.index`),
-    best first. Builds the index on each call. Needs the `toolsearch` extra."""
+    fit `query` (fielded BM25 + weighted rank fusion, `agent.ext.tool_search.index`), best
+    first; never the framework's own `search_tools` and `read_artifact`. Builds the index on
+    each call."""
     declared = [dict(t) if isinstance(t, Mapping) else t.declaration() for t in tools]
     index = ToolIndex([d for d in declared if "input_schema" in d])  # a typed tool, no schema: no words
     return [hit.name for hit in index.search(query, k)]
@@ -102,12 +103,13 @@ def search_function(search: Callable[[str, int], list[str]]) -> Callable[..., li
     """The body of the client search tool (`search_tool` makes it a `Tool`)."""
 
     def search_tools(query: str, limit: int = SEARCH_RESULTS) -> list[str]:
-        """Find tools you do not see yet. Describe the action and the thing it acts on, in
-        plain words (e.g. "cancel an order and refund it", "restart a kubernetes
-        deployment"). The best matching tools become available to call.
+        """Find tools you do not see yet. Search one capability at a time: the action and
+        the thing it acts on, and the app when you know it (e.g. "refund a payment in
+        Stripe", "restart a kubernetes deployment"); for a task of several steps, search
+        once per step. The best matching tools become available to call.
 
         Args:
-            query: what the tool should do, in plain words.
+            query: one thing the tool should do, in plain words.
             limit: how many tools to load, 1 to 10.
         """
         found = search(query, max(1, min(int(limit), 10)))
