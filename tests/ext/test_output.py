@@ -7,20 +7,24 @@ API would refuse (`check_structured_outputs`, the rules of the live recordings).
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import pydantic
 import pytest
+from anthropic.types import Message
 from pydantic import BaseModel, Field
 
 from agent import Agent, AgentError, StepBudgetExceeded, tool
 from agent.errors import ModelCallFailed
 from agent.ext.output import Output, OutputInvalid, api_schema
 from agent.extension import Extension
+from agent.messages import text_of
 from agent.testing import call
 from agent.testing.policies import latest_results, reply, scripted
 from agent.testing.simulator import MessagesSimulator
@@ -220,3 +224,32 @@ def test_a_plain_run_does_not_import_the_extension() -> None:
         "assert 'agent.ext.output' not in sys.modules, 'imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# -- the live recordings ----------------------------------------------------------------------
+
+LIVE = Path(__file__).resolve().parents[2].parent / "shared/realdata/live-traffic/recordings.jsonl.gz"
+
+
+def test_every_recorded_structured_answer_is_read_whole_as_the_json_the_schema_asked_for() -> None:
+    """What `Output` assumes of a final answer, on the replies the live API gave to
+    `output_config.format` requests (25 final answers in the shared recordings): the reply's
+    text, all its text blocks joined, is one JSON document with the keys the schema requires."""
+    if not LIVE.exists():
+        pytest.skip(f"no live recordings at {LIVE} (the shared realdata folder is not here)")
+    answered = 0
+    with gzip.open(LIVE, "rt", encoding="utf-8") as lines:
+        for line in lines:
+            row = json.loads(line)
+            request = row["request"] or {}
+            form = (request.get("output_config") or {}).get("format") or request.get("output_format")
+            response = row["response"]
+            if row["status"] != 200 or not form or not isinstance(response, dict):
+                continue
+            if response.get("type") != "message" or response.get("stop_reason") != "end_turn":
+                continue
+            value = json.loads(text_of(Message.model_validate(response)))
+            required = form.get("schema", {}).get("required", [])
+            assert isinstance(value, dict) and set(required) <= set(value), row["source"]
+            answered += 1
+    assert answered >= 20
