@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import itertools
 import logging
 import math
 import types
@@ -27,10 +28,12 @@ from typing import TYPE_CHECKING, Any, Union
 from pydantic import BaseModel
 from typing_extensions import dataclass_transform
 
+from agent.context.cache import min_cacheable_tokens
 from agent.context.diet import DietPolicy, register_read_artifact
-from agent.context.history import HistoryPolicy
+from agent.context.history import ESTIMATE_MARGIN, HistoryPolicy
+from agent.context.prune import pruned_next_step
 from agent.context.thinking import STRATEGIES, default_strategy
-from agent.context.tokens import prompt_estimate, request_tokens
+from agent.context.tokens import prompt_estimate, reaches, request_tokens
 from agent.errors import did_you_mean
 from agent.events import Event
 from agent.extension import Extension
@@ -225,10 +228,13 @@ class AgentConfig:
     """A JSONL file that gets one usage record per model call."""
     max_context_tokens: int = 0
     """Compaction threshold in estimated prompt tokens; 0 disables compaction."""
-    keep_recent: int = 3
-    """Tool-result turns kept verbatim by pruning; older ones become one-line stubs. 0 disables."""
-    prune_batch: int = 4
-    """Prune only once this many turns are prunable, so the cached prefix moves rarely."""
+    keep_recent: int = 1
+    """Tool-result turns kept verbatim by pruning; older ones become one-line stubs. 0 disables.
+    One: the model reads each result whole at the step after the call, then its stub, which says
+    where the full result is (`read_artifact`). Each step then rewrites only one stub."""
+    prune_batch: int = 1
+    """Prune only once this many turns are prunable. With `keep_recent` > 1 a batch rewrites the
+    kept results after it too, so a larger batch moves the cached prefix less often."""
     diet: bool = True
     """Slim tool results before the model reads them (whitelist, compressor, artifacts); False sends
     each whole, bounded only by the registry's output cap."""
@@ -378,8 +384,9 @@ class AgentConfig:
             memory=self.memory,
             on_event=self.on_event,
             irreversible=frozenset(t.name for t in self.registry if t.irreversible),
-            protected=frozenset(t.name for t in self.registry if t.irreversible or t.never_prune),
+            protected=self.protected_tools(),
             artifacts=self.diet and self.artifacts_dir is not None,
+            cacheable=self.cacheable if self.cache else None,
         )
 
     def diet_policy(self, outcome: ToolOutcome) -> DietPolicy:
@@ -421,6 +428,25 @@ class AgentConfig:
             state.tools = RunTools(self.registry, {"read_artifact": own})
         tools: RunTools = state.tools
         return tools
+
+    def cacheable(self, messages: Sequence[dict[str, Any]]) -> bool:
+        """Whether a request with this history reaches the model's cache minimum (by
+        `ESTIMATE_MARGIN`), encoding no more of it than the answer takes."""
+        parts = itertools.chain(self.registry.declarations(), [self.system] if self.system else [], messages)
+        return reaches(parts, min_cacheable_tokens(self.model, self.models) * ESTIMATE_MARGIN)
+
+    def newest_pruned(self, state: RunState, request: Mapping[str, Any]) -> bool:
+        """Whether the next step's pruning stubs a result the newest turn holds (`pruned_next_step`).
+        Not while the history before that turn is too short to cache: pruning waits then too
+        (`worth_pruning`), and the newest results are read again."""
+        if self.history_strategy() == "append_only" or not self.cacheable(request["messages"][:-1]):
+            return False
+        protected = self.protected_tools().__contains__
+        return pruned_next_step(state.messages, self.keep_recent, self.prune_batch, protected)
+
+    def protected_tools(self) -> frozenset[str]:
+        """The tools whose results pruning never touches: `never_prune` or `irreversible`."""
+        return frozenset(t.name for t in self.registry if t.irreversible or t.never_prune)
 
     def measure(self, state: RunState, candidate: Sequence[dict[str, Any]]) -> int:
         """Estimated prompt tokens of this step's request with `candidate` as its history

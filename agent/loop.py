@@ -146,7 +146,7 @@ class Agent(AgentConfig):
         if betas:
             request["betas"] = betas  # sent as the anthropic-beta header, not in the body
         if self.cache:
-            request = cache.mark_breakpoints(request, self.cache_ttl)
+            request = cache.mark_breakpoints(request, self.cache_ttl, self.newest_pruned(state, request))
         for ext in state.extensions:
             request = ext.request(request, state)
         return request

@@ -44,9 +44,11 @@ from agent import Agent, RunResult, Usage, tool
 from agent.config import AgentConfig
 from agent.ext.approval import Approval
 from agent.ext.context_management import ContextManagement
+from agent.testing.cache_model import block_tokens, render
 from agent.testing.policies import call, echo_summarizer
 from agent.testing.simulator import MessagesSimulator
-from agent.usage import price_for
+from agent.usage import cost_of, price_for
+from benchmarks import incident
 
 MODEL = "claude-opus-5"
 SEED = 6
@@ -60,7 +62,7 @@ REQUEST = "Audit customer C-1042's orders and the order API; refund the broken o
 CONTEXT_LIMIT = 20_000
 """`max_context_tokens` of the compaction configurations."""
 NO_DIET = {"diet": False}
-API_CLEARING = ContextManagement(trigger=CONTEXT_LIMIT, keep=3)
+API_CLEARING = ContextManagement(trigger=CONTEXT_LIMIT, keep=AgentConfig.keep_recent)
 """The API's tool-result clearing at the bound our compaction keeps, keeping as many tool uses
 as our pruning keeps results (no state: one instance serves every run)."""
 API_COMPACTION = ContextManagement(clear_tool_uses=False, compact_at=50_000)
@@ -261,12 +263,12 @@ def summarizer(body: dict[str, Any]) -> str:
 CONFIGS: dict[str, dict[str, Any]] = {
     "naive": {**NO_DIET, "keep_recent": 0, "max_context_tokens": 0, "cache": False},
     "+diet": {"keep_fields": KEEP_FIELDS, "keep_recent": 0, "max_context_tokens": 0, "cache": False},
-    "+pruning": {**NO_DIET, "keep_recent": 3, "max_context_tokens": 0, "cache": False},
+    "+pruning": {**NO_DIET, "max_context_tokens": 0, "cache": False},
     "+compaction": {**NO_DIET, "keep_recent": 0, "max_context_tokens": CONTEXT_LIMIT, "cache": False},
     "+caching": {**NO_DIET, "keep_recent": 0, "max_context_tokens": 0, "cache": True},
-    "all": {"keep_fields": KEEP_FIELDS, "keep_recent": 3, "max_context_tokens": CONTEXT_LIMIT, "cache": True},
+    "all": {"keep_fields": KEEP_FIELDS, "max_context_tokens": CONTEXT_LIMIT, "cache": True},
 }
-"""Our levers, one at a time and all together (the cheapest of them)."""
+"""Our levers, one at a time and all together (the cheapest of them); pruning as by default."""
 
 API_CONFIGS: dict[str, dict[str, Any]] = {
     "api clearing": {
@@ -385,7 +387,7 @@ def tables(outcomes: Sequence[Outcome], steps: int) -> str:
         "",
         f"Levers as configured: diet = keep_fields on {len(KEEP_FIELDS)} of {len(TOOLS)} tools, "
         f"compress_threshold={d.compress_threshold:,}, list_top_n={d.list_top_n}, artifacts; "
-        f"pruning = keep_recent=3, prune_batch={d.prune_batch}; "
+        f"pruning = keep_recent={d.keep_recent}, prune_batch={d.prune_batch}; "
         f"compaction = max_context_tokens={CONTEXT_LIMIT:,}; caching = cache_ttl={d.cache_ttl}; "
         f"api clearing = ContextManagement(trigger={API_CLEARING.trigger:,}, keep={API_CLEARING.keep}); "
         f"api compaction = ContextManagement(compact_at={API_COMPACTION.compact_at:,}).",
@@ -463,10 +465,169 @@ def api_clearing(outcomes: Sequence[Outcome], steps: int) -> str:
     )
 
 
+# -- the incident run: our defaults against the peers and the floor -----------------------------
+
+INCIDENT_CONFIGS: dict[str, dict[str, Any]] = {
+    "naive": CONFIGS["naive"],
+    "defaults": {},
+    "defaults, but the newest turn always cached": {"newest_cached": True},
+    "defaults, but keep_recent=3, prune_batch=4": {"keep_recent": 3, "prune_batch": 4},
+    "defaults, but prune_batch=4": {"prune_batch": 4},
+}
+"""Ours on `benchmarks.incident`: the defaults, then the defaults less one lever each."""
+
+
+@dataclass
+class Bill:
+    """What one loop paid on the incident run, in the simulator's billed usage."""
+
+    name: str
+    usages: list[dict[str, Any]]
+    requests: list[dict[str, Any]]
+    rejected: int
+    tool_calls: dict[str, int]
+
+    @property
+    def dollars(self) -> float:
+        price = price_for(incident.MODEL)
+        assert price is not None
+        return sum(cost_of(u, price) for u in self.usages)
+
+    def part(self, key: str) -> int:
+        return sum(u.get(key) or 0 for u in self.usages)
+
+
+class _OldBreakpoints(Agent):
+    """The newest turn cached even when the next step stubs it (the placement before)."""
+
+    def newest_pruned(self, state: Any, request: Any) -> bool:
+        return False
+
+
+def run_incident(name: str) -> Bill:
+    """One of `INCIDENT_CONFIGS` on the incident run, through the simulator."""
+    options = dict(INCIDENT_CONFIGS[name])
+    cls = _OldBreakpoints if options.pop("newest_cached", False) else Agent
+    clock = itertools.count(0.0, 6.0)
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        MessagesSimulator(incident.model(), summarizer=summarizer, clock=lambda: next(clock)) as sim,
+    ):
+        agent = cls(
+            llm=sim.llm(),
+            model=incident.MODEL,
+            system=incident.SYSTEM,
+            tools=incident.TOOLS,
+            max_steps=incident.STEPS + 1,
+            extensions=[Approval(allow=["rollback"])],
+            **{"artifacts_dir": tmp, **options},
+        )
+        result = agent.run(incident.REQUEST)
+        calls: dict[str, int] = {}
+        for body in sim.requests[1:]:
+            for block in body["messages"][-2]["content"]:
+                if block.get("type") == "tool_use":
+                    calls[block["name"]] = calls.get(block["name"], 0) + 1
+        assert result.stop_reason == "end_turn", result.stop_reason
+        return Bill(name, list(sim.usages), list(sim.requests), len(sim.rejected), calls)
+
+
+@dataclass
+class Floor:
+    """The cheapest bill any loop could have on a run: every new token (the opening, each
+    assistant turn, each result as the diet shows it) written to the cache once, the stable
+    prefix (the opening and the assistant turns so far, which the API needs to pair each call)
+    read at every later step, nothing sent uncached, and the same output."""
+
+    opening: int
+    turns: list[int]
+    results: list[int]
+    output: int
+
+    @classmethod
+    def of(cls, bill: Bill) -> Floor:
+        """The floor of the run `bill` made, with the results as it showed them first."""
+        first = bill.requests[0]
+        opening = sum(p.tokens for p in render({**first, "messages": first["messages"][:1]}))
+        turns, results = [], []
+        for body in bill.requests[1:]:
+            *_, turn, newest = body["messages"]
+            turns.append(sum(block_tokens(b) for b in turn["content"]))
+            results.append(sum(block_tokens(b) for b in newest["content"]))
+        return cls(opening, turns, results, bill.part("output_tokens"))
+
+    @property
+    def dollars(self) -> float:
+        price = price_for(incident.MODEL)
+        assert price is not None
+        written = self.opening + sum(self.turns) + sum(self.results)
+        read = sum(self.opening + sum(self.turns[:k]) for k in range(len(self.turns)))
+        return (
+            written * price.cache_write_5m + read * price.cache_read + self.output * price.output
+        ) / 1_000_000
+
+
+def run_incident_all(peers: bool = True) -> tuple[list[Bill], list[Bill], Floor]:
+    """Ours, the peers that are installed (the `peers` extra), and the floor, on the incident run."""
+    ours = [run_incident(name) for name in INCIDENT_CONFIGS]
+    others: list[Bill] = []
+    if peers:
+        from benchmarks import peers as peer_loops
+
+        others = [Bill(o.name, o.usages, [], o.rejected, o.tool_calls) for o in peer_loops.run_all(incident)]
+    return ours, others, Floor.of(next(b for b in ours if b.name == "defaults"))
+
+
+def incident_table(ours: Sequence[Bill], others: Sequence[Bill], floor: Floor, short: bool = False) -> str:
+    """The incident run's bills next to the naive loop, the floor and the best peer; `short`: only
+    the naive loop, the defaults and each peer's best configuration (the README's)."""
+    by = {b.name: b for b in ours}
+    naive = by["naive"].dollars
+    best = min(others, key=lambda b: b.dollars, default=None)
+    rows = [*ours, *others]
+    if short:
+        kept = {
+            "naive",
+            "defaults",
+            peers_best(others, "pydantic-ai"),
+            peers_best(others, "SDK tool runner +"),
+        }
+        rows = [b for b in rows if b.name in kept]
+    lines = [
+        f"Incident run ({incident.STEPS} steps, {incident.MODEL}, {sum(by['defaults'].tool_calls.values())} "
+        f"tool calls, the rollback once in every loop). Floor ${floor.dollars:.4f}: the opening, each "
+        f"assistant turn and each result as the defaults show it ({sum(floor.results):,} tokens) written "
+        "once; the opening and the turns so far read at each later step; the same output.",
+        "",
+        "| loop | $ | % of naive | × floor |" + (" % of best peer |" if best else ""),
+        "|---|--:|--:|--:|" + ("--:|" if best else ""),
+    ]
+    for bill in rows:
+        dollars = bill.dollars
+        row = f"| {bill.name} | {dollars:.4f} | {dollars / naive:.2%} | {dollars / floor.dollars:.2f} |"
+        if best:
+            row += f" {bill.dollars / best.dollars:.0%} |"
+        lines.append(row)
+    if not short:
+        rollbacks = sorted({b.tool_calls.get("rollback", 0) for b in rows})
+        rejected = sum(b.rejected for b in rows)
+        lines += ["", f"Rollbacks run per loop: {rollbacks}; rejected requests: {rejected}."]
+    return "\n".join(lines)
+
+
+def peers_best(others: Sequence[Bill], prefix: str) -> str:
+    """The name of the cheapest peer configuration whose name starts with `prefix` ("" if none)."""
+    found = [b for b in others if b.name.startswith(prefix)]
+    return min(found, key=lambda b: b.dollars).name if found else ""
+
+
 def figures() -> dict[str, str]:
     """The parts of this benchmark's output that the docs quote (`benchmarks.figures`)."""
     outcomes = run_all(80, list(EVERY_CONFIG))
+    incident_run = run_incident_all()
     return {
+        "incident": incident_table(*incident_run),
+        "incident_short": incident_table(*incident_run, short=True),
         "tables": tables(outcomes, 80),
         "headline": headline(outcomes, 80),
         "api_clearing": api_clearing(outcomes, 80),
@@ -480,7 +641,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--only", nargs="*", choices=list(EVERY_CONFIG), help="run only these (naive always runs)"
     )
     parser.add_argument("--chart", help="also write one PNG comparing the configurations (extra: plot)")
+    parser.add_argument(
+        "--incident", action="store_true", help="only the incident run: ours, the peers, the floor"
+    )
     args = parser.parse_args(argv)
+    if args.incident:
+        print(incident_table(*run_incident_all()))
+        return
     names = ["naive", *[n for n in args.only if n != "naive"]] if args.only else list(EVERY_CONFIG)
     outcomes = run_all(args.steps, names)
     print(tables(outcomes, args.steps))

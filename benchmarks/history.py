@@ -140,9 +140,10 @@ def run_scenario(simulator: Callable[..., MessagesSimulator], steps: int = STEPS
 
 CONFIGS: dict[str, dict[str, Any]] = {
     "no pruning, no compaction": {"keep_recent": 0},
-    "pruning, prune_batch=1": {"keep_recent": 3, "prune_batch": 1},
-    "pruning, prune_batch=4 (default)": {"keep_recent": 3},
-    "pruning + compaction at 8,000": {"keep_recent": 3, "max_context_tokens": 8_000},
+    "pruning, keep_recent=3, prune_batch=1": {"keep_recent": 3, "prune_batch": 1},
+    "pruning, keep_recent=3, prune_batch=4": {"keep_recent": 3, "prune_batch": 4},
+    "pruning, defaults (keep_recent=1, prune_batch=1)": {},
+    "pruning + compaction at 8,000": {"max_context_tokens": 8_000},
     "compaction at 8,000 only": {"keep_recent": 0, "max_context_tokens": 8_000},
 }
 

@@ -12,8 +12,8 @@ against an in-process model that answers instantly. Per step:
   (`ensure_ascii=False`, compact separators, UTF-8), timed inside the fake model and
   therefore not part of the framework time.
 
-The agent is configured as a long run would be: caching on, keep-recent pruning in
-batches, `max_context_tokens` set (so every step measures the request for compaction),
+The agent is configured as a long run would be: caching on, pruning as by default (a stub
+a step), `max_context_tokens` set (so every step measures the request for compaction),
 a cost budget (so every step estimates the request), the diet storing artifacts in a
 temporary folder.
 

@@ -9,7 +9,7 @@ result becomes a stub once `keep_recent=3` newer ones exist, `prune_batch=2` at 
 summary, never splitting a call from its result; the request and refund receipts verbatim).
 
 What to look for in the output: `[step 6] pruned 2 result(s): ...` (history tokens before ->
-after); `compacted:` and its summary (refunds counted 1, 2, 3); `(summary)` calls in the usage
+after); `compacted:` and its summary (refunds counted 1, 3, 4); `(summary)` calls in the usage
 table, and `prompt=` never past 4,000; an answer naming all four refunds, kept by compaction.
 
     python -m examples.e03_context            # offline, on the local simulator

@@ -96,6 +96,7 @@ def main(argv: Sequence[str] | None = None) -> RunResult:
             max_steps=PAGES + 6,
             max_context_tokens=4_000,  # a small window: the head is folded three times
             keep_recent=2,
+            prune_batch=4,  # pruning moves slowly here, so the window fills and compaction folds it
             artifacts_dir=None,
             on_event=course.show,
         )

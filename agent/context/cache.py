@@ -221,8 +221,14 @@ def _previous_request_end(messages: Sequence[Mapping[str, Any]]) -> int | None:
     return None
 
 
-def mark_breakpoints(request: Mapping[str, Any], ttl: str = "5m") -> dict[str, Any]:
-    """A copy of `request` with breakpoints on system, pruning frontier, previous end, newest message."""
+def mark_breakpoints(
+    request: Mapping[str, Any], ttl: str = "5m", newest_pruned: bool = False
+) -> dict[str, Any]:
+    """A copy of `request` with breakpoints on system, pruning frontier, previous end, newest message.
+
+    When the next step's pruning stubs the newest turn (`newest_pruned`), the breakpoint goes on
+    the turn before it instead: what the next request shares ends there, and the newest results,
+    never read again, are sent at the input price rather than written at 1.25x."""
     marked = dict(request)
     system = request.get("system")
     if system:
@@ -234,7 +240,8 @@ def mark_breakpoints(request: Mapping[str, Any], ttl: str = "5m") -> dict[str, A
         tools[-1] = _marked_block(tools[-1], ttl)
         marked["tools"] = tools
     messages = list(request.get("messages", []))
-    targets = {len(messages) - 1} if messages and messages[-1].get("content") else set()
+    newest = len(messages) - 2 if newest_pruned and len(messages) > 1 else len(messages) - 1
+    targets = {newest} if messages and messages[newest].get("content") else set()
     previous = _previous_request_end(messages)
     if previous is not None and messages[previous].get("content"):
         targets.add(previous)

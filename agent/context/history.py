@@ -134,6 +134,41 @@ class HistoryPolicy:
     protected: frozenset[str]
     """Never pruned: `never_prune` or `irreversible` tools."""
     artifacts: bool
+    cacheable: Callable[[Sequence[Msg]], bool] | None = None
+    """With caching on: whether a request with this history is long enough for the model to cache
+    (a pruning batch is then also priced as a cache rewrite, `worth_pruning`)."""
+
+
+ESTIMATE_MARGIN = 1.1
+"""A prefix counts as cacheable from 10% over the minimum: estimates are off by a few percent,
+and one just under the minimum is not cached at all."""
+
+
+def worth_pruning(
+    before: Sequence[Msg],
+    after: Sequence[Msg],
+    cacheable: Callable[[Sequence[Msg]], bool],
+    measure: Callable[[Sequence[Msg]], int],
+) -> bool:
+    """Whether to send `after`, a pruning of `before`, when the prompt is cached.
+
+    The API caches a prefix only from the model's minimum on (`cacheable` says whether a request
+    with that history reaches it), so a batch that rewrites the history from a point below that
+    leaves nothing to read back: the whole prompt is written again. Early in a run every batch
+    starts inside the short opening, and pruning at each step would pay that whole rewrite at
+    each step. Such a batch goes only when it is the last of its kind (the history it leaves, up
+    to the last turn it rewrites, is cacheable, so the next batch starts past the minimum) or
+    when it frees at least as many tokens as it writes again. A batch that starts past the
+    minimum rewrites only its tail, and always goes.
+    """
+    first = shared_length(before, after)
+    if first >= len(before) or cacheable(before[:first]):
+        return True
+    last = max(i for i in range(first, len(after)) if after[i] is not before[i])
+    if cacheable(after[: last + 1]):
+        return True
+    rewritten = measure(after)
+    return measure(before) - rewritten >= rewritten
 
 
 def shrink(
@@ -157,6 +192,8 @@ def shrink(
         pruned = prune(
             messages, policy.keep_recent, batch=policy.prune_batch, protected=protected, pointer_for=pointer
         )
+        if policy.cacheable is not None and not worth_pruning(messages, pruned, policy.cacheable, measure):
+            pruned = messages
         why = f"older than the newest {policy.keep_recent} result turns"
         report_prune(events, step, messages, pruned, estimate, why)
         messages = pruned

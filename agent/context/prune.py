@@ -4,10 +4,11 @@ By the tenth step the model has long read the second step's search and drawn its
 conclusion, so `tool_result` contents older than the newest `keep_recent` result turns
 become a stub such as
 
-    [pruned: search_orders(customer_id="u_88213") returned 7,412 chars; full result: artifact ...]
+    [pruned: 7,412 chars; full: artifact:search_orders-1f0c8e2a9b3d.json]
 
 Only the *content* is replaced (a `tool_use` whose `tool_result` vanished is a 400), and
-the stub names the call and the artifact holding the full result. Kept verbatim: the first
+the stub says how big the result was and names the artifact holding it (the call it answers
+sits just before it). Kept verbatim: the first
 message, results shorter than their stub, and `never_prune`/`irreversible` results
 (forgetting that a refund was made is how it gets made twice).
 
@@ -35,6 +36,7 @@ __all__ = [
     "newest_stubbed_turn",
     "prunable_turns",
     "prune",
+    "pruned_next_step",
     "stub_for",
     "tool_result_turns",
 ]
@@ -43,7 +45,7 @@ STUB_PREFIX = "[pruned: "
 MAX_ARGS = 4
 MAX_ARG_CHARS = 40
 MAX_ERROR_CHARS = 80
-SHORTEST_STUB = len(f"{STUB_PREFIX}() returned 0 chars; full result: x]")
+SHORTEST_STUB = len(f"{STUB_PREFIX}0 chars; full: x]")
 """No stub is shorter: a result this short is never pruned, without writing its stub to check."""
 
 Protected = Callable[[str], bool]
@@ -130,15 +132,18 @@ def call_signature(name: str, arguments: Mapping[str, Any]) -> str:
     return f"{name}({', '.join(shown)})"
 
 
-def stub_for(block: Mapping[str, Any], name: str, arguments: Mapping[str, Any], pointer: str | None) -> str:
-    """The one line that replaces a result: what was called, how big it was, where it lives."""
+def stub_for(block: Mapping[str, Any], pointer: str | None) -> str:
+    """The line that replaces a result: how big it was and where it lives.
+
+    It does not repeat the call: its `tool_use` sits just before it (pairing keeps them
+    together), and every later step reads the stub again.
+    """
     text = content_text(block.get("content"))
-    outcome = "failed" if block.get("is_error") else "returned"
-    line = f"{STUB_PREFIX}{call_signature(name, arguments)} {outcome} {len(text):,} chars"
+    line = f"{STUB_PREFIX}{'failed, ' if block.get('is_error') else ''}{len(text):,} chars"
     if block.get("is_error"):
         first = text.strip().splitlines()[0] if text.strip() else ""
         line += f": {first[:MAX_ERROR_CHARS]}"
-    line += f"; full result: {pointer}" if pointer else "; call again if you need it"
+    line += f"; full: {pointer}" if pointer else "; call again if you need it"
     return line + "]"
 
 
@@ -148,7 +153,7 @@ def _prunable(
     """The stub for `block`, or None when it must stay as it is."""
     if block.get("type") != "tool_result" or is_stub(block.get("content")):
         return None
-    name, arguments = names.get(block.get("tool_use_id", ""), ("unknown_tool", {}))
+    name, _ = names.get(block.get("tool_use_id", ""), ("unknown_tool", {}))
     if protected(name):
         return None
     text = content_text(block.get("content"))
@@ -159,7 +164,7 @@ def _prunable(
     inline = find_pointer(text)
     # a pointer the diet left in the text wins: it is what the model saw
     pointer = marker(inline) if inline else pointer_for(block.get("tool_use_id", ""))
-    stub = stub_for(block, name, arguments, pointer)
+    stub = stub_for(block, pointer)
     return stub if len(stub) < len(text) else None
 
 
@@ -192,7 +197,9 @@ def _rewrites(
     candidates = _old_open_turns(messages, keep_recent)
     if len(candidates) < max(1, batch):
         return {}
-    names = _names_by_id(messages)
+    names = _names_by_id([messages[i - 1] for i in candidates])  # a result's call is the turn before
+    if not {b.get("tool_use_id") for i in candidates for b in _result_blocks(messages[i])} <= names.keys():
+        names = _names_by_id(messages)  # a history that breaks the pairing rule: every turn is read
     found = {i: _rewritten(messages[i], names, protected, pointer_for) for i in candidates}
     return {i: message for i, message in found.items() if message is not None}
 
@@ -205,6 +212,26 @@ def prunable_turns(
 ) -> list[int]:
     """Old tool-result turns (beyond the newest `keep_recent`) holding at least one prunable result."""
     return list(_rewrites(messages, keep_recent, protected, pointer_for, 1))
+
+
+def pruned_next_step(messages: Sequence[Msg], keep_recent: int, batch: int, protected: Protected) -> bool:
+    """Whether the next step's pruning stubs a result of the newest turn, should the model call
+    another tool: then nothing of that turn is read again (`agent.context.cache` leaves it out
+    of the cache). Asked at every step, so only the newest two messages are read, unless a batch
+    of several turns must be counted."""
+    if keep_recent != 1 or len(messages) < 2 or not _result_blocks(messages[-1]):
+        return False  # kept at least one more step, or never pruned
+    names = _names_by_id(messages[-2:])
+    if all(_prunable(b, names, protected, _nothing) is None for b in blocks(messages[-1])):
+        return False
+    return batch <= 1 or len(_old_open_turns([*messages, *_next_turn()], keep_recent)) >= batch
+
+
+def _next_turn() -> list[Msg]:
+    """A stand-in for the turn the next step adds, to count the batch it would prune."""
+    use = {"type": "tool_use", "id": "next", "name": "next", "input": {}}
+    result = {"type": "tool_result", "tool_use_id": "next", "content": "next"}
+    return [{"role": "assistant", "content": [use]}, {"role": "user", "content": [result]}]
 
 
 def prune(

@@ -20,7 +20,7 @@ import hashlib
 import json
 import logging
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +32,7 @@ __all__ = [
     "estimate_tokens",
     "key_chars",
     "prompt_estimate",
+    "reaches",
     "request_tokens",
     "signature_key",
 ]
@@ -108,6 +109,17 @@ def _unloaded_deferred(request: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         return []
     loaded = _loaded_names(request.get("messages") or ())
     return [t for t in deferred if t.get("name") not in loaded]
+
+
+def reaches(values: Iterable[Any], tokens: float) -> bool:
+    """Whether the values' estimate together reaches `tokens`, encoding no more of them than it
+    takes: asking whether a prompt passes its first thousand tokens should not encode all of it."""
+    wanted, total = tokens * CHARS_PER_TOKEN, 0
+    for value in values:
+        total += _chars(value)
+        if total >= wanted:
+            return True
+    return False
 
 
 def prompt_estimate(request: Any) -> int:

@@ -159,7 +159,8 @@ def test_guard_is_quiet_when_the_server_reads_the_cache() -> None:
 
 
 def test_a_fourth_breakpoint_holds_the_pruning_frontier() -> None:
-    llm = run_steps(8, keep_recent=2, prune_batch=2)
+    # an opening the model caches, so no batch waits for the history to grow (`worth_pruning`)
+    llm = run_steps(8, keep_recent=2, prune_batch=2, system="You fetch things. " * 200)
     pruned_requests = 0
     for request in llm.requests:
         assert count_breakpoints(request) <= 4

@@ -305,6 +305,8 @@ def scripted_agent(steps: int, **options: Any) -> tuple[Agent, ScriptedLLM]:
     llm = options.pop("llm", None) or ScriptedLLM([answer] * (steps * 3))
     options.setdefault("artifacts_dir", None)
     options.setdefault("cache", False)  # ScriptedLLM reports no cache reads
+    options.setdefault("keep_recent", 3)  # enough history kept that compaction, not pruning, bounds it
+    options.setdefault("prune_batch", 4)
     options.setdefault("extensions", [Approval(allow=["refund"])])  # trusted: the gate is not under test
     agent = Agent(llm=llm, tools=[search, refund], system="You help with refunds.", **options)
     return agent, llm

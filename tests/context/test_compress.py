@@ -246,6 +246,22 @@ def test_a_log_keeps_errors_and_warnings_with_line_numbers_and_folds_repeats() -
     assert "shutdown complete" in out and find_pointer(out) == NAME
 
 
+def test_a_log_of_few_kinds_of_line_gets_a_short_view_whatever_the_budget() -> None:
+    ops, regions = ("pay", "hold", "quote"), ("eu-west-1", "us-east-1", "ap-northeast-2")
+    lines = [
+        f"2026-08-01T10:{i // 60 % 60:02d}:{i % 60:02d}.000Z INFO  api-{i % 6} req-{i * 7919:012x} "
+        f"POST /v1/{ops[i % 3]} status=200 duration_ms={i % 240} region={regions[i // 3 % 3]}"
+        for i in range(900)
+    ]
+    lines[450] = "2026-08-01T10:07:30.000Z ERROR api-2 req-0000000001c2 PoolTimeout: pool exhausted (size=20)"
+    text = "\n".join(lines)
+    short, long = compress(text, 2000, pointer=NAME), compress(text, 8000, pointer=NAME)
+    assert short == long and len(short) < 1200
+    assert "L451 " in short and "PoolTimeout: pool exhausted (size=20)" in short
+    assert "ERROR 1, INFO 899" in short and find_pointer(short) == NAME
+    assert lines[0] in short and lines[-1] in short
+
+
 def test_git_log_is_one_line_per_commit() -> None:
     commits = []
     for i in range(80):

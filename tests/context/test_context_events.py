@@ -41,6 +41,7 @@ def reader() -> Callable[[Mapping[str, Any]], dict[str, Any]]:
 def run(**options: Any) -> tuple[list[Event], ScriptedLLM]:
     events: list[Event] = []
     llm = ScriptedLLM([reader()] * 40)
+    options.setdefault("cache", False)  # ScriptedLLM caches nothing: no batch waits on the cache minimum
     agent = Agent(llm=llm, tools=[page], on_event=events.append, artifacts_dir=None, max_steps=30, **options)
     result = agent.run("Read the pages.")
     assert result.text == "All pages read."

@@ -338,11 +338,11 @@ def test_pruning_decisions_equal_the_full_scan_at_every_step(
         for message in messages:
             for block in blocks(message):
                 if block.get("type") == "tool_result" and not is_stub(block.get("content")):
-                    name, arguments = names.get(block.get("tool_use_id", ""), ("unknown_tool", {}))
+                    name, _ = names.get(block.get("tool_use_id", ""), ("unknown_tool", {}))
                     text = content_text(block.get("content"))
                     inline = find_pointer(text)
                     for pointer in (None, "artifact:x.json", None):  # cached, then asked with another
-                        stub = stub_for(block, name, arguments, marker(inline) if inline else pointer)
+                        stub = stub_for(block, marker(inline) if inline else pointer)
                         expected = None if protected(name) or len(stub) >= len(text) else stub
                         assert _prunable(block, names, protected, lambda _id, p=pointer: p) == expected
 

@@ -256,7 +256,7 @@ def test_e03_shows_each_prune_and_compaction_and_counts_the_refunds(
     summaries = [u for u in result.usage.steps if u.purpose == "summary"]
     assert len(compactions) == len(summaries) == 3
     counts = [re.search(r"(\d+) refund\(s\) issued", lines[i + 3]) for i in compactions]
-    assert [int(m.group(1)) for m in counts if m] == [1, 2, 3]  # each refund once, carried ones too
+    assert [int(m.group(1)) for m in counts if m] == [1, 3, 4]  # each refund once, carried ones too
     assert sum(line.endswith("(summary)") for line in usage_lines(lines)) == 3
     assert max(u.prompt for u in result.steps) <= e03_context.MAX_CONTEXT_TOKENS
 

@@ -39,5 +39,9 @@ def test_the_readme_quotes_the_economics_headline() -> None:
 
 @pytest.mark.slow
 def test_every_figure_in_the_docs_is_what_its_benchmark_prints_today() -> None:
+    from benchmarks import peers
+
+    if set(peers.available()) != set(peers.PEERS):
+        pytest.skip("the `peers` extra is not installed (Python 3.10?): the incident tables quote them")
     diffs = figures.drift()
     assert not diffs, "figures drifted; run `python -m benchmarks.figures`:\n" + "\n\n".join(diffs)

@@ -124,6 +124,7 @@ def test_a_summary_is_recorded_as_soon_as_it_is_paid_for(tmp_path: Path) -> None
         llm=ScriptedLLM([policy] * 40),
         tools=[page],
         max_context_tokens=2500,
+        keep_recent=0,  # compaction, not pruning, bounds the history
         max_steps=8,
         artifacts_dir=tmp_path / "artifacts",
     )

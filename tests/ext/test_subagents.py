@@ -17,7 +17,7 @@ import pytest
 
 from agent import Agent, tool
 from agent.context.artifacts import find_pointer, read_artifact_text
-from agent.errors import CostBudgetExceeded, TokenBudgetExceeded
+from agent.errors import TokenBudgetExceeded
 from agent.ext.approval import Approval
 from agent.ext.sessions import Session, read_session, resume
 from agent.ext.subagents import SubAgent
@@ -172,14 +172,14 @@ def test_the_parents_dollar_budget_covers_the_child(simulator: Simulator, tmp_pa
     cap = 0.03
     parent, child = agents(sim, tmp_path, max_cost_usd=cap)
     assert child.max_cost_usd is None and child.max_steps == 20  # on its own it would run 20 calls
-    with pytest.raises(CostBudgetExceeded) as stopped:
-        parent.run("Why did checkout fail at 03:12?")
+    result = parent.run("Why did checkout fail at 03:12?")  # the lead answers with what it has left
 
-    usage = stopped.value.result.usage  # type: ignore[union-attr]
+    usage = result.usage
     children = [s for s in usage.steps if s.purpose == "subagent:read_logs"]
     assert 2 <= len(children) < child.max_steps
     assert usage.priced_cost_usd <= cap * 1.05  # only the last call's output can overshoot
-    delegated = stopped.value.result.messages[2]["content"][0]  # type: ignore[union-attr]
+    assert result.text.startswith("Root cause: sub-agent read_logs stopped: next call")
+    delegated = result.messages[2]["content"][0]
     assert delegated["is_error"] and "sub-agent read_logs stopped: next call" in delegated["content"]
     assert (
         "max_cost_usd" in delegated["content"] and child.max_cost_usd is None

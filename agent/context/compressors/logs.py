@@ -4,8 +4,11 @@ A log is mostly the same few lines with different numbers in them. Masking the
 timestamp, numbers and hex ids gives each line a template; each template is shown
 once, at its first occurrence, with how often it recurred. Errors come first, then
 exception lines (a traceback inside the log), then warnings, then the first and
-last lines, then whatever else fits. Lines keep their numbers (`L123`), which is
-what a later `read_artifact(start_line=...)` needs.
+last lines, then one line of each other kind (rarest first), and nothing more: a
+log of a few kinds of line gets a short view, whatever the budget, since more
+lines of a kind already shown say nothing new and the model reads them at every
+step they stay. Lines keep their numbers (`L123`), which is what a later
+`read_artifact(start_line=...)` needs.
 """
 
 from __future__ import annotations
@@ -89,7 +92,7 @@ def compress_log(text: str, budget: int, pointer: str | None) -> str:
         kind[0] += count
     order = sorted(coarse.values(), key=lambda kind: (kind[0], kind[1]))
     rare = {first: 10 + n for n, (_, first) in enumerate(order)}  # one line of each kind, rarest first
-    priorities += [(rare.get(first, 10_000 + n), first) for n, (first, _, _) in enumerate(groups.values())]
+    priorities += [(rank, first) for first, rank in rare.items()]
     counts = ", ".join(f"{name} {levels[name]}" for name in _ORDER if levels[name])
     counts = counts or "no levels"
     header = f"[log: {len(lines)} lines; {counts}; distinct lines, repeats folded; {where(pointer)}]"
