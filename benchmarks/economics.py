@@ -44,6 +44,7 @@ from agent import Agent, RunResult, Usage, tool
 from agent.config import AgentConfig
 from agent.ext.approval import Approval
 from agent.ext.context_management import ContextManagement
+from agent.messages import blocks, tool_names_by_id
 from agent.testing.cache_model import block_tokens, render
 from agent.testing.policies import call, echo_summarizer
 from agent.testing.simulator import MessagesSimulator
@@ -523,12 +524,14 @@ def run_incident(name: str) -> Bill:
             **{"artifacts_dir": tmp, **options},
         )
         result = agent.run(incident.REQUEST)
-        calls: dict[str, int] = {}
-        for body in sim.requests[1:]:
-            for block in body["messages"][-2]["content"]:
-                if block.get("type") == "tool_use":
-                    calls[block["name"]] = calls.get(block["name"], 0) + 1
         assert result.stop_reason == "end_turn", result.stop_reason
+        names = tool_names_by_id(result.messages)
+        calls: dict[str, int] = {}  # the calls that ran: each answered by a result that is no error
+        for message in result.messages:
+            for block in blocks(message) if message["role"] == "user" else ():
+                if block.get("type") == "tool_result" and not block.get("is_error"):
+                    tool_name = names[block["tool_use_id"]][0]
+                    calls[tool_name] = calls.get(tool_name, 0) + 1
         return Bill(name, list(sim.usages), list(sim.requests), len(sim.rejected), calls)
 
 

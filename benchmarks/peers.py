@@ -245,13 +245,9 @@ def _tool_runner(name: str, *, cache: bool, clearing: dict[str, Any] | None) -> 
     """`client.beta.messages.tool_runner` over the scenario's functions, with the API's automatic
     caching and, given `clearing` (a `context_management` config), its server-side clearing.
 
-    The runner sends the whole history every turn (`thread=False`). By default it runs over a
-    message thread (beta `message-threads-2026-08-12`): after the first turn it sends only the new
-    messages and the server rebuilds the conversation. The simulator holds no threads, and a
-    thread changes what is uploaded, not what is billed (the message-threads docs: the API
-    rebuilds the whole conversation before it calls the model, and a thread caches nothing by
-    itself: caching is asked for on each turn, as here), so the unthreaded run is billed as the
-    threaded one would be."""
+    The runner threads as it does by default (beta `message-threads-2026-08-12`): after the first
+    turn it sends only the new messages, and the simulator rebuilds the conversation, as the API
+    does (`agent.testing.threads`), so each turn is billed for the whole of it."""
 
     def run(scenario: ModuleType) -> PeerOutcome:
         calls: Counter[str] = Counter()
@@ -272,7 +268,6 @@ def _tool_runner(name: str, *, cache: bool, clearing: dict[str, Any] | None) -> 
                 messages=[{"role": "user", "content": scenario.REQUEST}],
                 tools=tools,
                 max_iterations=scenario.STEPS + 10,
-                thread=False,  # see `_tool_runner`
                 **options,
             )
             answer, error = "", None

@@ -57,6 +57,12 @@ as its own `usage.iterations` entry, and the policy reads the summary alone.
 `"stream": true` gets the same message as server-sent events (`agent.testing.sse`),
 so `messages.stream(...).get_final_message()` equals the non-streamed answer.
 
+Message threads (`thread`, beta `message-threads-2026-08-12`, `agent.testing.threads`): a
+`continue` is rebuilt from the conversation the thread holds before anything reads it, so
+`sim.requests` holds it as the API reads it (the whole conversation, the thread's `system` and
+`tools`), the policy reads and the cache bills that, and `sim.threads.received` keeps every
+thread request as it was sent. Threads expire on the same `clock`.
+
 Fault injection (for retry and durability tests), applied to the next
 `/v1/messages` requests in the order injected:
 
@@ -104,6 +110,7 @@ from agent.testing.server import SERVER_NAME, LoopbackServer
 from agent.testing.server_turns import Containers, check_declared, link_callers, name_calls, server_usage
 from agent.testing.signatures import DEFAULT_SECRET, Signer
 from agent.testing.thinking import Checked, check_history, mode_of
+from agent.testing.threads import Refusal, ThreadStore
 from agent.testing.validate import validate_count_tokens, validate_request
 
 __all__ = ["DEFAULT_THINKING_TOKENS", "SERVER_NAME", "Fault", "MessagesSimulator", "Policy"]
@@ -191,6 +198,8 @@ class MessagesSimulator:
         """Code-execution containers made by scripted server-tool turns (`server_turns`)."""
         self.batches = BatchStore(self._batched, clock)
         """The Message Batches API's batches and how they are processed (`agent.testing.batches`)."""
+        self.threads = ThreadStore(clock)
+        """The message threads the API holds between turns (`agent.testing.threads`)."""
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -269,8 +278,9 @@ class MessagesSimulator:
             body = _parse(method, path, raw)
             if isinstance(body, Reply):
                 return body
-            fault = None
+            fault = unthreadable = None
             if path == "/v1/messages":
+                body, unthreadable = self.threads.take(body, headers)  # a `continue`, rebuilt
                 self.requests.append(copy.deepcopy(body))
                 fault = self._next_fault()
             else:
@@ -287,7 +297,7 @@ class MessagesSimulator:
             if fault.malformed:
                 return Reply(200, b'{"id": "msg_sim_malformed", "type": "message", "content": [', {})
         with self._lock:
-            reply = self._respond(path, headers, body)
+            reply = self._respond(path, headers, body, unthreadable=unthreadable)
         if fault is not None and fault.cut is not None and body.get("stream") is True and reply.status == 200:
             return Reply(reply.status, cut_stream(reply.body, fault.cut), reply.headers)
         return reply
@@ -305,12 +315,21 @@ class MessagesSimulator:
             return self._respond("/v1/messages", headers, params, tier="batch")
 
     def _respond(
-        self, path: str, headers: Mapping[str, str], body: dict[str, Any], tier: str = "standard"
+        self,
+        path: str,
+        headers: Mapping[str, str],
+        body: dict[str, Any],
+        tier: str = "standard",
+        unthreadable: Refusal | None = None,
     ) -> Reply:
         if "x-api-key" not in headers and "authorization" not in headers:
             return json_reply(401, error_body(401, "x-api-key header is required"))
         if "anthropic-version" not in headers:
             return json_reply(400, error_body(400, "anthropic-version: header is required"))
+        if unthreadable is not None:  # a `thread` the API would not serve
+            if unthreadable.status == 400:
+                self.rejected.append((copy.deepcopy(body), [unthreadable.message]))
+            return unthreadable.reply()
         counting = path.endswith("/count_tokens")
         check = validate_count_tokens if counting else validate_request
         errors = check(body, api_version=headers["anthropic-version"])  # the rules of the client's version
@@ -413,6 +432,8 @@ class MessagesSimulator:
         transformations = checked.transformations()
         if transformations is not None:
             message["input_transformations"] = transformations
+        if tier == "standard":  # a batch's requests hold no thread
+            self.threads.keep(body, message)
         headers = {"request-id": f"req_sim_{number}"}
         if body.get("stream") is True:
             return Reply(
