@@ -429,20 +429,24 @@ class AgentConfig:
         tools: RunTools = state.tools
         return tools
 
-    def cacheable(self, messages: Sequence[dict[str, Any]]) -> bool:
+    def cacheable(self, messages: Sequence[dict[str, Any]], tools: Sequence[Any] | None = None) -> bool:
         """Whether a request with this history reaches the model's cache minimum (by
-        `ESTIMATE_MARGIN`), encoding no more of it than the answer takes."""
-        parts = itertools.chain(self.registry.declarations(), [self.system] if self.system else [], messages)
+        `ESTIMATE_MARGIN`), encoding no more of it than the answer takes (`tools`: the
+        declarations, when the caller has them already)."""
+        declared = self.registry.declarations() if tools is None else tools
+        parts = itertools.chain(declared, [self.system] if self.system else [], messages)
         return reaches(parts, min_cacheable_tokens(self.model, self.models) * ESTIMATE_MARGIN)
 
     def newest_pruned(self, state: RunState, request: Mapping[str, Any]) -> bool:
         """Whether the next step's pruning stubs a result the newest turn holds (`pruned_next_step`).
         Not while the history before that turn is too short to cache: pruning waits then too
         (`worth_pruning`), and the newest results are read again."""
-        if self.history_strategy() == "append_only" or not self.cacheable(request["messages"][:-1]):
+        if self.history_strategy() == "append_only":
             return False
         protected = self.protected_tools().__contains__
-        return pruned_next_step(state.messages, self.keep_recent, self.prune_batch, protected)
+        return pruned_next_step(
+            state.messages, self.keep_recent, self.prune_batch, protected
+        ) and self.cacheable(request["messages"][:-1], request.get("tools", ()))
 
     def protected_tools(self) -> frozenset[str]:
         """The tools whose results pruning never touches: `never_prune` or `irreversible`."""

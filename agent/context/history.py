@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import itertools
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agent.context.prune import _names_by_id, artifact_pointers, call_signature, is_stub, prune
 from agent.context.thinking import first_rewrite, strip_thinking_from
@@ -47,19 +47,24 @@ def newly_pruned(before: Sequence[Msg], after: Sequence[Msg]) -> tuple[str, ...]
     were, so messages are compared by identity and names looked up only once a stub is new."""
     if type(before) is list and type(after) is list and shared_length(before, after) == len(before):
         return ()  # the common step: nothing changed (list comparisons, in C)
-    names: Mapping[str, tuple[str, Mapping[str, Any]]] | None = None
     found: list[str] = []
-    pairs = zip(before, after, strict=False)
-    for old, new in itertools.compress(pairs, map(operator.is_not, before, after)):  # skipped in C
-        for was, now in zip(blocks(old), blocks(new), strict=False):
-            if (
-                now.get("type") == "tool_result"
-                and is_stub(now.get("content"))
-                and not is_stub(was.get("content"))
-            ):
-                names = _names_by_id(after) if names is None else names
-                name, arguments = names.get(str(now.get("tool_use_id", "")), ("?", {}))
-                found.append(call_signature(name, arguments))
+    changed = itertools.compress(range(len(after)), map(operator.is_not, before, after))  # skipped in C
+    for i in changed:
+        new_stubs = [
+            now
+            for was, now in zip(blocks(before[i]), blocks(after[i]), strict=False)
+            if now.get("type") == "tool_result"
+            and is_stub(now.get("content"))
+            and not is_stub(was.get("content"))
+        ]
+        if not new_stubs:
+            continue
+        names = _names_by_id(after[i - 1 : i])  # a result's call is the turn before it
+        if not all(str(b.get("tool_use_id", "")) in names for b in new_stubs):
+            names = _names_by_id(after)  # a history that breaks the pairing rule: every turn is read
+        for block in new_stubs:
+            name, arguments = names.get(str(block.get("tool_use_id", "")), ("?", {}))
+            found.append(call_signature(name, arguments))
     return tuple(found)
 
 
@@ -70,16 +75,19 @@ def report_prune(
     after: Sequence[Msg],
     estimate: Estimate,
     why: str,
+    size: Estimate | None = None,
 ) -> None:
-    """One `prune` event when `after` stubbed results that `before` still had whole."""
+    """One `prune` event when `after` stubbed results that `before` still had whole. `size`
+    sizes the whole of `after` (by default `estimate`): a step that measures its request anyway
+    passes that measure, so the event encodes only the messages pruning rewrote."""
     if callback is None or before is after:
         return
     pruned = newly_pruned(before, after)
     if pruned:
-        tokens = estimate(before)
+        tokens = (size or estimate)(after)
         old, new = _changed(before, after)  # pruning keeps positions: only these were rewritten
-        event = Event("prune", step, why, pruned=pruned, tokens_before=tokens)
-        emit(callback, _with_after(event, tokens - estimate(old) + estimate(new)))
+        event = Event("prune", step, why, pruned=pruned, tokens_before=tokens - estimate(new) + estimate(old))
+        emit(callback, _with_after(event, tokens))
 
 
 def _changed(before: Sequence[Msg], after: Sequence[Msg]) -> tuple[list[Msg], list[Msg]]:
@@ -171,6 +179,31 @@ def worth_pruning(
     return measure(before) - rewritten >= rewritten
 
 
+def _measured_once(measure: Callable[[Sequence[Msg]], int]) -> Callable[[Sequence[Msg]], int]:
+    """`measure`, asked once per candidate in one step (pruning's checks, its event and compaction
+    read the same candidates). Candidates are keyed by identity, held for the step only: nothing
+    edits them in between, and nothing outlives `shrink`."""
+    known: dict[int, tuple[Sequence[Msg], int]] = {}
+
+    def once(candidate: Sequence[Msg]) -> int:
+        if id(candidate) not in known:
+            known[id(candidate)] = (candidate, measure(candidate))
+        return known[id(candidate)][1]
+
+    return once
+
+
+def _history_size(measure: Callable[[Sequence[Msg]], int]) -> Estimate:
+    """A history's tokens as `measure` counts them: its request less the request's fixed part.
+    The fixed part is measured first, so the last request measured is the step's own."""
+
+    def size(history: Sequence[Msg]) -> int:
+        fixed = measure(())
+        return measure(history) - fixed
+
+    return size
+
+
 def shrink(
     sent: Sequence[Msg],
     step: int,
@@ -188,6 +221,7 @@ def shrink(
     protected = policy.protected.__contains__
     messages = list(sent)
     events, estimate = policy.on_event, calibration.estimate
+    measure = _measured_once(measure)
     if policy.strategy != "append_only":  # append-only prunes only when it compacts (in fit_context)
         pruned = prune(
             messages, policy.keep_recent, batch=policy.prune_batch, protected=protected, pointer_for=pointer
@@ -195,7 +229,8 @@ def shrink(
         if policy.cacheable is not None and not worth_pruning(messages, pruned, policy.cacheable, measure):
             pruned = messages
         why = f"older than the newest {policy.keep_recent} result turns"
-        report_prune(events, step, messages, pruned, estimate, why)
+        size = _history_size(measure) if policy.max_context_tokens else None  # compaction measures it anyway
+        report_prune(events, step, messages, pruned, estimate, why, size)
         messages = pruned
     if policy.max_context_tokens:
         from agent.context.compact import fit_context  # compaction is loaded by the runs that use it

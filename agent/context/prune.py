@@ -177,7 +177,7 @@ def _old_open_turns(messages: Sequence[Msg], keep_recent: int) -> list[int]:
     if len(kept) < keep_recent:
         return []
     whole = _holds_whole_result
-    return [i for i in range(1, kept[-1]) if whole(messages[i])]
+    return [i for i in range(1, kept[-1]) if messages[i].get("role") == "user" and whole(messages[i])]
 
 
 def _rewritten(message: Msg, names: Names, protected: Protected, pointer_for: PointerFor) -> Msg | None:

@@ -90,3 +90,44 @@ def test_the_usage_line_labels_the_step_hit_rate_and_the_running_one_apart() -> 
     assert record.hit_ratio == 0.6
     assert "step_hit=60% run_hit=25%" in record.line(0.25)
     assert record.line().endswith("step_hit=60%")
+
+
+def test_with_compaction_on_a_prune_event_reads_the_steps_own_measure_of_its_request() -> None:
+    """Compaction measures the pruned request anyway; the event reuses that measure (less the
+    request's fixed part) instead of encoding the whole history again, and says the same."""
+    from agent.context.tokens import Calibration
+
+    measured: list[int] = []
+
+    class Counting(Agent):
+        def measure(self, state: Any, candidate: Any) -> int:
+            measured.append(len(candidate))
+            return super().measure(state, candidate)
+
+    events: list[Event] = []
+    llm = ScriptedLLM([reader()] * 40)
+    agent = Counting(
+        llm=llm,
+        tools=[page],
+        on_event=events.append,
+        artifacts_dir=None,
+        max_steps=30,
+        cache=False,
+        keep_recent=2,
+        prune_batch=2,
+        max_context_tokens=200_000,
+        system="You read pages. " * 300,  # a fixed part the history's figure must leave out
+    )
+    result = agent.run("Read the pages.")
+    prunes = [e for e in events if e.kind == "prune"]
+    assert len(prunes) >= 3
+    sent = {
+        e.step: r for e, r in zip([e for e in events if e.kind == "step_start"], llm.requests, strict=True)
+    }
+    for event in prunes:  # the request of the pruning step holds the pruned history
+        history = sent[event.step]["messages"]
+        assert abs(event.tokens_after - Calibration().estimate(history)) <= 0.02 * event.tokens_after
+        assert 0 < event.tokens_after < event.tokens_before
+    steps = len(llm.requests)
+    assert sum(1 for n in measured if n > 0) == steps  # one whole-history measure a step, shared
+    assert result.text == "All pages read."
