@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from typing import Protocol
 
 from agent.context.artifacts import marker
 
 __all__ = [
     "IMPORTANT",
     "MIN_BUDGET",
+    "Origin",
     "clip",
     "fit",
     "head_tail",
@@ -91,6 +93,12 @@ def fit(text: str, budget: int, pointer: str | None) -> str:
     return text[:head] + note.format(cut) + (text[-tail:] if tail else "")
 
 
+class Origin(Protocol):
+    """Where line i of the lines picked from came from: (first source line, source lines)."""
+
+    def __getitem__(self, index: int, /) -> tuple[int, int]: ...
+
+
 def pick_lines(
     lines: Sequence[str],
     budget: int,
@@ -101,7 +109,7 @@ def pick_lines(
     max_line: int = 240,
     header: str = "",
     footer: str = "",
-    origin: Sequence[tuple[int, int]] | None = None,
+    origin: Origin | None = None,
 ) -> str:
     """Keep the most important lines that fit in `budget`, in their original order.
 
@@ -112,7 +120,9 @@ def pick_lines(
     source lines) of `lines[i]` when lines were folded; `header` and `footer` are
     always kept.
     """
-    where_of = origin or _Unfolded()  # not a list: a tuple per line costs ~20x the line on big inputs
+    where_of = (
+        origin if origin is not None else _Unfolded()
+    )  # not a list: a tuple per line costs ~20x the line on big inputs
     show_gaps = gaps and not numbered
     used = len(header) + len(footer) + 2 + (34 if show_gaps else 0)
     rendered: dict[int, str] = {}
@@ -151,9 +161,7 @@ class _Unfolded:
         return (index + 1, 1)
 
 
-def _gap(
-    lines: Sequence[str], where_of: Sequence[tuple[int, int]] | _Unfolded, start: int, stop: int
-) -> str | None:
+def _gap(lines: Sequence[str], where_of: Origin, start: int, stop: int) -> str | None:
     """The marker for dropped lines[start:stop]: none for blank lines, `...` for one line."""
     if all(not lines[i].strip() for i in range(start, stop)):
         return None

@@ -57,7 +57,9 @@ def compress_diagnostics(text: str, budget: int, pointer: str | None) -> str:
         priority = 10 + rank[code] if code not in seen else 5 if n == len(sites) - 1 else 10_000 + n
         seen.add(code)
         priorities += [(priority, i) for i in where_said]
-    priorities += [(20_000 + i, i) for i in range(len(lines))]  # excerpts and the rest, in order
+    priorities += [
+        (20_000 + i, i) for i in range(min(len(lines), budget // 2))
+    ]  # the rest, in order: no more fit
     by_code = ", ".join(f"{code[:30]} {n}" for code, n in counts.most_common(4))
     footer = (
         f"[diagnostics: {len(sites)} sites, {len(counts)} distinct codes ({by_code}); rarest first; "

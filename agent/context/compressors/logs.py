@@ -27,6 +27,9 @@ _NORMAL = {
     **{"CRIT": "CRITICAL", "ALERT": "CRITICAL", "EMERG": "FATAL"},
 }
 _MESSAGE = re.compile(r"^.{0,60}?\]?: ")
+_SOURCE = re.compile(r"^.{0,160}?\] - ")
+"""A `- INFO [thread:Class@line] - ` source (log4j, ZooKeeper): what follows it is the message."""
+_LEVELS = {"TRACE", "DEBUG", "INFO", "NOTICE", "WARN", "WARNING", "ERROR", "ERR", "CRITICAL", "FATAL", "-"}
 _WORDS = 2
 _CHUNK = 500
 """Lines masked per pass: a pass over the whole text would hold three copies of it at once."""
@@ -44,10 +47,40 @@ def _level(line: str) -> str | None:
 
 
 def _coarse(template: str) -> str:
-    """A template's first words after its source (`sshd[#]: `): `Accepted password` and `Failed
-    password` are two kinds of line, whatever user name follows."""
-    message = _MESSAGE.sub("", template, count=1)
-    return " ".join(message.split()[:_WORDS])
+    """A template's first words after its source (`sshd[#]: `, `[thread:Class@#] - `) and level:
+    `Accepted password` and `Failed password` are two kinds of line, whatever user name follows."""
+    message = _SOURCE.sub("", _MESSAGE.sub("", template, count=1), count=1)
+    words = [
+        w for w in message.split() if w.upper().strip("[]:") not in _LEVELS and any(c.isalpha() for c in w)
+    ]
+    return " ".join(words[:_WORDS])
+
+
+_RARE = 3
+"""A template seen at most this often is a rare line: its first and last occurrence are facts."""
+_RARE_LISTED = 2000
+"""Rare templates ranked at most: more can never fit a budget, and listing every one of a log of
+unique lines would cost memory for nothing."""
+
+
+def _rare_templates(groups: dict[str, list[int]], kinds: dict[str, int], base: int) -> list[tuple[int, int]]:
+    """(priority, index) of every rare template's first and last line, right after the first line of
+    its coarse kind (`kinds`: the kind's rank, rarest kind first). One line per kind hides
+    `... failures for admin` behind `... failures for root`, and `ELECTION TOOK - 238` behind
+    `ELECTION TOOK - 49`: the one line among thousands is what the log is read for, and a bigger
+    budget buys more of them."""
+    rare = sorted(
+        (kinds.get(_coarse(template), 0), count, first, last)
+        for template, (first, last, count) in groups.items()
+        if count <= _RARE
+    )
+    out: list[tuple[int, int]] = []
+    shown: Counter[int] = Counter()
+    for kind, _, first, last in rare[:_RARE_LISTED]:
+        rank = base + kind + 2 * shown[kind]
+        shown[kind] += 1
+        out += [(rank, first), (rank + 1, last)]
+    return out
 
 
 def compress_log(text: str, budget: int, pointer: str | None) -> str:
@@ -84,7 +117,10 @@ def compress_log(text: str, budget: int, pointer: str | None) -> str:
     for first, last, count in groups.values():
         if count > 1:
             shown[first] = f"{lines[first]} [x{count} similar, last L{last + 1}]"
-    priorities = [(p, i) for i, p in severity.items()]
+    common = max(_RARE, len(lines) // 100)
+    priorities = [
+        (p, i) for i, p in severity.items() if p < 3 or groups[templates[i].strip()][2] <= common
+    ]  # a warning repeated hundreds of times ranks as its kind (below): it says less than a rare line
     priorities += [(2, i) for i in (0, 1, len(lines) - 2, len(lines) - 1) if 0 <= i < len(lines)]
     coarse: dict[str, list[int]] = {}  # coarse kind -> [lines of that kind, first template's line]
     for template, (first, _, count) in groups.items():
@@ -93,6 +129,8 @@ def compress_log(text: str, budget: int, pointer: str | None) -> str:
     order = sorted(coarse.values(), key=lambda kind: (kind[0], kind[1]))
     rare = {first: 10 + n for n, (_, first) in enumerate(order)}  # one line of each kind, rarest first
     priorities += [(rank, first) for first, rank in rare.items()]
+    ranks = {kind: rare[first] - 10 for kind, (_, first) in coarse.items()}
+    priorities += _rare_templates(groups, ranks, 11)
     counts = ", ".join(f"{name} {levels[name]}" for name in _ORDER if levels[name])
     counts = counts or "no levels"
     header = f"[log: {len(lines)} lines; {counts}; distinct lines, repeats folded; {where(pointer)}]"

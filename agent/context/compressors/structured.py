@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from agent.context.compressors.common import clip, where
@@ -201,15 +201,17 @@ class _Viewer:
     def _records(self, items: Sequence[Any], depth: int) -> dict[str, Any]:
         count = len(items)
         shown = min(self.level.items, count)
+        profile = self._profile(items)
+        picked = sorted(i for i in profile.spread[: shown - 1] if i < count - 1)  # the last is shown below
         rows: list[Any] = [self.view(items[0], depth + 2)]
-        rows += [self._brief(items[i], depth + 2) for i in range(1, shown)]
+        rows += [self._brief(items[i], depth + 2) for i in picked]
+        shown = len(picked) + 1
         if count > shown:
             if count > shown + 1:
                 rows.append(f"... +{count - shown - 1} more")
             rows.append(self._brief(items[-1], depth + 2))
             self.items_cut += max(count - shown - 1, 0)
         summary: dict[str, Any] = {"total": count, "items": rows}
-        profile = self._profile(items)
         if profile.other_fields:
             names = list(profile.other_fields.items())[: self.level.keys]
             summary["other_fields"] = dict(names)
@@ -221,11 +223,11 @@ class _Viewer:
 
     def _brief(self, item: Any, depth: int, reach: int = 3) -> Any:
         record = normalize(item)
-        if isinstance(record, (list, tuple)) and record and reach:
+        if isinstance(record, (list, tuple)) and record:  # out of reach too: a brief, never the whole list
             pairs = _pairs(record)
             if pairs is not None:
-                return self._brief(pairs, depth, reach - 1)
-            return [self._brief(record[0], depth, reach - 1)]
+                return self._brief(pairs, depth, max(reach - 1, 0))
+            return [self._brief(record[0], depth, max(reach - 1, 0))]
         if not isinstance(record, Mapping):
             return self.view(record, depth)
         keys = identity_keys(record) or _dotted_name(record)
@@ -245,7 +247,23 @@ class _Viewer:
             else:
                 small = compact(value, 60)
                 out[json_key(key)] = small if small is not None else self.view(value, self.level.depth)
+        if all(isinstance(k, str) and is_id_key(k) for k in keys):
+            out.update(self._owner(record, keys, depth))
         return out
+
+    def _owner(self, record: Mapping[Any, Any], keys: list[Any], depth: int) -> dict[str, Any]:
+        """A record known only by its id (a comment, an event) is briefed with who or what it is
+        about too: the first nested object's name (`"user": {"login": ...}`)."""
+        for key, raw in record.items():
+            value = normalize(raw)
+            if key in keys or not isinstance(value, Mapping):
+                continue
+            inner = [k for k in identity_keys(value) if isinstance(k, str) and not is_id_key(k)][:1]
+            named = {json_key(k): self.view(normalize(value[k]), depth) for k in inner if is_scalar(value[k])}
+            if named:
+                self.nodes += 1
+                return {json_key(key): named}
+        return {}
 
     def _profile(self, items: Sequence[Any]) -> Profile:
         cached = self.profiles.get(id(items))
@@ -331,7 +349,7 @@ def compress_structured(value: Any, budget: int, pointer: str | None) -> str:
     return _minimal(value, budget, pointer)
 
 
-FILL = 0.6
+FILL = 0.85
 """A level that fits in less than this share of the budget is refined (the ladder's steps are
 coarse: one level can be 13,800 chars and the next 426)."""
 
@@ -365,14 +383,27 @@ def _refine(
 ) -> str:
     """`level` made richer one dimension at a time, while it fits: depth first (what is inside
     says more than how much of it), then keys, then items, then string length."""
+
+    def fits(amount: int) -> str | None:
+        got = _render(
+            value, replace(level, **{field: amount}), budget, profiles, keep, dropped_headers, pointer
+        )
+        return got if got is not None and len(got) <= budget else None
+
     for field in ("depth", "keys", "items", "text"):
         richer = sorted({getattr(lv, field) for lv in LEVELS if getattr(lv, field) > getattr(level, field)})
         for amount in richer:
-            trial = Level(**{**level.__dict__, field: amount})
-            got = _render(value, trial, budget, profiles, keep, dropped_headers, pointer)
-            if got is None or len(got) > budget:
-                break
-            level, text = trial, got
+            low = getattr(level, field)
+            if (got := fits(amount)) is not None:
+                level, text = replace(level, **{field: amount}), got
+                continue
+            while amount - low > 1:  # between the last step that fit and the first that did not
+                middle = (low + amount) // 2
+                if (got := fits(middle)) is not None:
+                    low, level, text = middle, replace(level, **{field: middle}), got
+                else:
+                    amount = middle
+            break
     return text
 
 

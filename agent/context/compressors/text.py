@@ -64,7 +64,7 @@ def fold_repeats(lines: list[str]) -> tuple[list[str], list[tuple[int, int]]]:
 
 def compress_plain(text: str, budget: int, pointer: str | None) -> str:
     """Head and tail by lines, the first error-looking lines in between, repeats folded."""
-    lines, origin = fold_repeats([squeeze(line) for line in text.splitlines()])
+    lines, origin = fold_repeats([_squeeze_row(line) for line in text.splitlines()])
     squeezed = "\n".join(lines)
     if len(squeezed) <= budget:
         return squeezed
@@ -79,20 +79,50 @@ def compress_plain(text: str, budget: int, pointer: str | None) -> str:
         seen[template] = seen.get(template, 0) + 1
         if seen[template] > 1:
             repeats.add(i)  # boilerplate that recurs with other numbers or links: shown once
-    priorities = [(p, i) for p, i in head_tail(len(lines), budget) if i not in repeats or p < 2]
+    fields = _fields(lines)
+    spread = 8 if fields else 1  # a `Key: value` document is read by its sections, not by its ends
+    priorities = [(p * spread, i) for p, i in head_tail(len(lines), budget) if i not in repeats or p < 2]
     priorities += [(100_000 + i, i) for i in repeats]
     priorities += important_lines(lines)
     headings = [i for i, line in enumerate(lines) if len(line) < 200 and _HEADING.match(line)]
     priorities += [(12 + n, i) for n, i in enumerate(headings[:40])]
-    priorities += _fields(lines)
+    priorities += fields
     footer = (
-        f"[{origin[-1][0] + origin[-1][1] - 1} lines{_rows(text)}, {len(text):,} chars; {where(pointer)}]"
+        f"[{origin[-1][0] + origin[-1][1] - 1} lines{_header_rows(lines, origin) or _rows(text)}, "
+        f"{len(text):,} chars; {where(pointer)}]"
     )
     return pick_lines(lines, budget, priorities, footer=footer, origin=origin)
 
 
+_KEY_LINE = re.compile(r"^\s*[A-Z][\w .()/-]{0,40}:[ \t]{3,}\S(?:(?![ \t]{3}).)*$")
+"""`Kubelet Version:        v1.31.2`: one key, its padding, one value (no further columns)."""
+
+
+def _squeeze_row(line: str) -> str:
+    """`squeeze`, except a `Key:   value` line, kept verbatim: it is quoted back as it stands, and
+    its one run of padding costs little."""
+    line = line.rstrip()
+    return line if len(line) < 200 and _KEY_LINE.match(line) else squeeze(line)
+
+
+_HEADER_CELLS = re.compile(r"[A-Z][A-Z0-9_()%/.-]*(?: [A-Z][A-Z0-9_()%/.-]*)?")
+
+
+def _header_rows(lines: list[str], origin: list[tuple[int, int]]) -> str:
+    """` (header + N rows)` when the first line is a column header (`NAMESPACE  NAME  READY`): three
+    or more upper-case cells apart by two spaces. A table too ragged to detect as one (a free-text
+    last column) still has its row count stated, the fact a cut most hides."""
+    cells = lines[0].split("  ") if lines else []
+    if len(cells) < 3 or not all(_HEADER_CELLS.fullmatch(cell.strip()) for cell in cells if cell.strip()):
+        return ""
+    rows = sum(span for (_, span), line in zip(origin[1:], lines[1:], strict=False) if line.strip())
+    return f" (header + {rows:,} rows)"
+
+
 _FIELD = re.compile(r"^[A-Z][\w .()/-]{0,40}:(?:\s|$)")
 _SUBFIELD = re.compile(r"^ {1,4}[A-Z][\w .()/-]{0,40}:\s")
+_CONTINUED = re.compile(r"^ {8,}\S")
+"""A value continued under its key (`Labels:` and its further `k=v` lines): the first one says it."""
 
 
 def _fields(lines: list[str]) -> list[tuple[int, int]]:
@@ -108,8 +138,11 @@ def _fields(lines: list[str]) -> list[tuple[int, int]]:
         under = [
             i for i in range(start + 1, stop) if lines[i].strip() and not set(lines[i].strip()) <= set("- ")
         ]
-        out += [(40 + 6 * k + min(n, 30), i) for k, i in enumerate(under[:5])]
-        out += [(70 + min(n, 30), i) for i in under[5:200] if _SUBFIELD.match(lines[i])]
+        keyed = [i for i in under[:200] if _SUBFIELD.match(lines[i])]
+        rows = [i for i in under if not _SUBFIELD.match(lines[i]) and not _CONTINUED.match(lines[i])]
+        out += [(40 + 3 * k + min(n, 30), i) for k, i in enumerate(keyed)]  # `  Kernel Version:  6.10`
+        out += [(40 + 6 * k + min(n, 30), i) for k, i in enumerate(rows[:8])]  # a section's table rows
+        out += [(90 + 6 * k + min(n, 30), i) for k, i in enumerate(under[:5])]  # continuation values
     return out
 
 

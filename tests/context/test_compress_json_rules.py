@@ -1,0 +1,90 @@
+"""General rules of the JSON shrinker, on inputs written here.
+
+Each test fails when its rule is taken out: records briefed by the kinds they show rather
+than in document order, a record known only by its id briefed with whom it is about, a
+level refined between two ladder steps so the budget is spent, and a nested list out of the
+brief's reach still briefed rather than shown whole.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from agent.context.compress import compress
+
+
+def _lint_report() -> list[dict[str, Any]]:
+    """A linter's JSON: one common code many times over, and a few codes seen once, late."""
+    rows: list[dict[str, Any]] = []
+    for n in range(240):
+        code = "E501" if n % 3 else "W291"
+        rows.append(
+            {
+                "code": code,
+                "filename": f"/src/app/module_{n // 40}.py",
+                "location": {"row": n + 1, "column": 1},
+                "message": "Line too long" if code == "E501" else "Trailing whitespace",
+                "severity": "error",
+            }
+        )
+    for n, code in enumerate(("B006", "PLR0913", "SIM910")):
+        rows.insert(150 + 30 * n, {**rows[150], "code": code, "message": f"rare finding {code}"})
+    return rows
+
+
+def test_records_are_briefed_rarest_kind_first_not_in_document_order() -> None:
+    out = compress(json.dumps(_lint_report()), 2_000, pointer="x")
+    assert len(out) <= 2_000
+    parsed = json.loads(out)
+    codes = {row.get("code") for row in parsed["items"] if isinstance(row, dict)}
+    assert {"B006", "PLR0913", "SIM910"} <= codes  # each seen once, past the 150th record
+    assert parsed["total"] == 243
+
+
+def test_a_record_known_by_its_id_alone_is_briefed_with_whom_it_is_about() -> None:
+    comments = [
+        {
+            "id": 1000 + n,
+            "url": f"https://api.example.com/comments/{1000 + n}",
+            "user": {"login": f"author{n:02d}", "id": 77 + n, "type": "User"},
+            "created_at": f"2024-01-{n % 28 + 1:02d}T10:00:00Z",
+            "body": "A comment that goes on for a while. " * 6,
+        }
+        for n in range(30)
+    ]
+    out = compress(json.dumps(comments), 2_000, pointer="x")
+    briefs = [row for row in json.loads(out)["items"][1:] if isinstance(row, dict)]
+    assert len(briefs) >= 5
+    assert all(row.get("user", {}).get("login", "").startswith("author") for row in briefs)
+
+
+def test_a_level_between_two_ladder_steps_is_used_when_it_fits() -> None:
+    rows = [
+        {"name": f"service-{n:03d}", "status": "ok" if n % 7 else "degraded", "detail": "x" * 90}
+        for n in range(60)
+    ]
+    out = compress(json.dumps(rows), 2_000, pointer="x")
+    assert len(out) <= 2_000
+    assert len(out) > 0.8 * 2_000  # the ladder alone stops well short: 6 rows, then 12 too many
+
+
+def test_a_list_nested_past_the_brief_s_reach_is_briefed_not_shown_whole() -> None:
+    def batch(n: int) -> dict[str, Any]:
+        span = {
+            "spanId": f"span{n:04d}",
+            "name": f"operation_{n}",
+            "kind": "SPAN_KIND_INTERNAL",
+            "startTimeUnixNano": str(1741946418852000000 + n),
+            "endTimeUnixNano": str(1741946419154156283 + n),
+            "attributes": [{"key": "url", "value": {"stringValue": f"http://service-{n}:3000/api"}}],
+        }
+        return {
+            "resource": {"service": {"name": f"svc-{n}"}},
+            "scopes": [{"scope": {"name": "s"}, "spans": [span]}],
+        }
+
+    out = compress(json.dumps({"batches": [batch(n) for n in range(12)]}), 4_000, pointer="x")
+    assert len(out) <= 4_000
+    assert "operation_1" in out and "operation_11" in out
+    assert out.count("startTimeUnixNano") <= 1  # a brief names the span; only the first is whole

@@ -1,0 +1,115 @@
+"""General rules of the diff, log and plain-text compressors, on inputs written here.
+
+Each test fails when its rule is taken out: changed lines ranked and dealt across files,
+rare log lines kept beside their common kind, `Key:  value` lines kept verbatim and a
+section's sub-fields before its continued values, and a ragged table's rows counted.
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+
+from agent.context.compress import compress, detect
+
+NAME = "tool-0123456789ab.txt"
+
+
+def _diff() -> str:
+    parts = []
+    for f in range(6):
+        parts.append(f"diff --git a/lib/part_{f}.py b/lib/part_{f}.py\nindex 1..2 100644\n")
+        parts.append(f"--- a/lib/part_{f}.py\n+++ b/lib/part_{f}.py\n")
+        for h in range(4):
+            parts.append(f"@@ -{40 * h + 1},9 +{40 * h + 1},9 @@ class Holder_{f}:\n")
+            parts.append("     pass\n" * 3)
+            parts.append(
+                "-    # old comment line that says little\n+    # new comment line that says little\n"
+            )
+            parts.append(f"-    )\n+    )\n+import helper_{f}_{h}\n")
+            parts.append("     pass\n" * 3)
+        parts.append(f"@@ -300,3 +300,4 @@\n+def handle_request_{f}(payload: dict) -> bool:\n     pass\n")
+    parts.append('@@ -1,2 +1,2 @@\n-__version__ = "2.4.1"\n+__version__ = "2.5.0"\n')
+    return "".join(parts)
+
+
+def test_a_diff_keeps_the_definitions_and_versions_it_changes_in_every_file() -> None:
+    text = _diff()
+    out = compress(text, 2000, pointer=NAME)
+    assert detect(text) == "diff" and len(out) <= 2000
+    assert all(f"+def handle_request_{f}(payload: dict) -> bool:" in out for f in range(6)), out
+    assert '+__version__ = "2.5.0"' in out and '-__version__ = "2.4.1"' in out
+    assert "# new comment line" not in out, "comments rank below definitions"
+
+
+def test_a_log_keeps_the_rare_variant_of_a_common_kind_and_the_last_of_a_rare_one() -> None:
+    lines = []
+    for i in range(1500):
+        lines.append(
+            f"Dec 10 07:{i % 60:02d}:00 host sshd[{1000 + i}]: Failed password for root from 10.0.{i % 250}.1"
+        )
+        if i == 700:
+            lines.append("Dec 10 08:00:00 host sshd[9]: Failed password for operator from 10.9.9.9")
+        if i in (100, 1200):
+            lines.append(f"Dec 10 09:00:00 host kernel: election took {10 + i} ms")
+    text = "\n".join(lines)
+    out = compress(text, 2000, pointer=NAME)
+    assert detect(text) == "log" and len(out) <= 2000
+    assert "Failed password for operator from 10.9.9.9" in out, "a template seen once"
+    assert "election took 1210 ms" in out, "the last of a rare template, not only its first"
+
+
+def _describe() -> str:
+    out = ["Name:               node-a", "Roles:              <none>"]
+    out += ["Labels:             a=1"] + [f"                    label-{i}=value-{i}" for i in range(30)]
+    out += ["Conditions:", "  Type    Status  Reason", "  ----    ------  ------"]
+    out += [f"  Cond{i}   False   Reason{i}" for i in range(3)] + ["  Ready   True    KubeletIsReady"]
+    out += ["System Info:"] + [f"  Detail Number {i}:   value-{i}" for i in range(6)]
+    out += ["  Runtime Version:    v9.8.7"]
+    out += [f"Field{i}:             value {i}" for i in range(10)]
+    out += ["Pods:               (60 in total)"] + [
+        f"  ns  pod-{i:03d}  1 (0%)  2 (0%)  40d" for i in range(60)
+    ]
+    return "\n".join(out)
+
+
+def test_a_key_value_document_keeps_each_sections_fields_verbatim() -> None:
+    text = _describe()
+    out = compress(text, 2000, pointer=NAME)
+    assert detect(text) == "text" and len(text) > 3900 and len(out) <= 2000
+    assert "  Runtime Version:    v9.8.7" in out, "a sub-field, verbatim"
+    assert "KubeletIsReady" in out, "a section's table rows"
+    assert "label-25=value-25" not in out, "continued values rank after sub-fields and rows"
+
+
+def test_a_ragged_table_states_its_row_count() -> None:
+    rows = [
+        f"ns-{i % 4}  pod-{i:03d}  1/1  Running  {i % 3} ({i}m ago)  2d  app=x{'  tier=web' * (i % 7)}"
+        for i in range(90)
+    ]
+    text = "\n".join(["NAMESPACE  NAME  READY  STATUS  RESTARTS  AGE  LABELS", *rows])
+    out = compress(text, 2000, pointer=NAME)
+    assert detect(text) == "text" and len(out) <= 2000
+    assert "90 rows" in out, out[-200:]
+
+
+def test_a_megabyte_diff_is_ranked_without_a_tuple_for_every_line() -> None:
+    files = []
+    for f in range(500):
+        hunk = "".join(
+            f"-    value_{f}_{n} = compute({n})\n+    value_{f}_{n} = compute({n} + 1)\n" for n in range(30)
+        )
+        files.append(
+            f"diff --git a/src/mod_{f}.py b/src/mod_{f}.py\nindex 1..2 100644\n"
+            f"--- a/src/mod_{f}.py\n+++ b/src/mod_{f}.py\n@@ -1,60 +1,60 @@ def run():\n{hunk}"
+        )
+    text = "".join(files)
+    assert detect(text) == "diff" and len(text) > 1_000_000
+    compress(text, 2000, pointer=NAME)  # compiled patterns and the like, once
+    tracemalloc.start()
+    try:
+        out = compress(text, 2000, pointer=NAME)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(out) <= 2000
+    assert peak < 5 * len(text), f"{peak / len(text):.1f}x the input"  # 15x when every line was ranked
