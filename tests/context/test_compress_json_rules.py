@@ -88,3 +88,48 @@ def test_a_list_nested_past_the_brief_s_reach_is_briefed_not_shown_whole() -> No
     assert len(out) <= 4_000
     assert "operation_1" in out and "operation_11" in out
     assert out.count("startTimeUnixNano") <= 1  # a brief names the span; only the first is whole
+
+
+def _package() -> dict[str, Any]:
+    """A package registry's answer: a wide `info` of many nulls, a long readme, the requirements
+    as a list of strings, and a map of every release (PyPI's shape, in words written here)."""
+    info: dict[str, Any] = {f"unused_field_{n:02d}": None for n in range(90)}
+    info.update(
+        {
+            "description": "A library for talking to services. " * 60,
+            "name": "talker",
+            "requires_dist": [f"dependency-{n}>={n}.0" for n in range(12)],
+            "requires_python": ">=3.10",
+            "summary": "Talk to services.",
+            "version": "4.2.0",
+        }
+    )
+    tarball = "https://files.example.org/packages/ab/cd/0123456789abcdef0123456789abcdef/talker-4.2.0.tar.gz"
+    releases = {f"{major}.{minor}.0": [{"size": 1000 + minor}] for major in range(5) for minor in range(30)}
+    return {"info": info, "releases": releases, "urls": [{"url": tarball, "size": 1}], "serial": 9}
+
+
+def test_empty_values_give_their_places_to_values_that_say_something() -> None:
+    out = compress(json.dumps(_package()), 2_000, pointer="x")
+    assert len(out) <= 2_000
+    assert '"requires_python":">=3.10"' in out and '"summary":"Talk to services."' in out
+    assert out.count(":null") < 90
+
+
+def test_identifiers_are_never_cut_and_a_list_at_the_depth_limit_keeps_its_ends() -> None:
+    out = compress(json.dumps(_package()), 2_000, pointer="x")
+    assert "talker-4.2.0.tar.gz" in out  # the whole URL, where a long string is clipped
+    assert "dependency-0>=0.0" in out and "dependency-11>=11.0" in out
+
+
+def test_a_list_of_words_past_the_depth_shown_keeps_its_first_and_last() -> None:
+    package = _package()
+    package["releases"] = {
+        version: [
+            {"size": 1, "digests": {"sha256": "ab" * 32, "md5": "cd" * 16}, "url": f"https://x/{version}"}
+        ]
+        for version in package["releases"]
+    }
+    out = compress(json.dumps(package), 1_500, pointer="x")
+    assert len(out) <= 1_500 and "[12 items]" not in out  # deep files make the view shallow
+    assert "dependency-0>=0.0" in out and "dependency-11>=11.0" in out

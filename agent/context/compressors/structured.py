@@ -107,7 +107,7 @@ class _Viewer:
             raise _TooBig
         value = normalize(value)
         if isinstance(value, str):
-            if len(value) > self.level.text:
+            if len(value) > self.level.text and not _identifier(value):
                 self.texts_cut += 1
                 return clip(value, self.level.text)
             return value
@@ -127,7 +127,7 @@ class _Viewer:
         keys = list(data.keys())
         if depth + 1 >= self.level.depth and len(keys) > 3 and mostly_containers(data):
             self.nested_cut += 1  # its values would all collapse: their names say more
-            return f"{{{len(keys)} keys: {names(keys, max(self.node_limit // 2, 200))}}}"
+            return f"{{{len(keys)} keys: {names(keys, max(self.node_limit // 4, 200))}}}"
         rest: list[Any] = []
         if len(keys) > self.level.keys:
             chosen = self._chosen(data, keys)  # the last key always: the end of an object is read too
@@ -138,7 +138,7 @@ class _Viewer:
             if rest and n == len(keys) - 1:
                 self.keys_cut += len(rest)
                 total = len(rest) + len(keys)
-                out["..."] = f"+{len(rest)} of {total} keys: {names(rest, max(self.node_limit // 2, 200))}"
+                out["..."] = f"+{len(rest)} of {total} keys: {names(rest, max(self.node_limit // 4, 200))}"
             out[json_key(key)] = self.view(data[key], depth + 1)
         return out
 
@@ -158,10 +158,12 @@ class _Viewer:
     def _chosen(self, data: Mapping[Any, Any], keys: list[Any]) -> list[bool]:
         """Which keys of a dict wider than the level shows: by value, not document order. Every
         short scalar (a count, a flag, a name: cheap, and what is read) up to twice the level's keys,
-        the priority and id keys, the last key, then the other keys in order up to half the level's."""
+        the priority and id keys, the last key, then the other keys in order up to half the level's,
+        and an empty value (null, "", [], {}) only where room is left: it says nothing, and an API
+        object's dozen nulls would take the places of its `requires_python` and `dependencies`."""
         last = len(keys) - 1
-        chosen: list[bool] = []
-        cheap = others = 0
+        chosen = [False] * len(keys)
+        cheap, others, empty = 0, [], []
         for i, key in enumerate(keys):
             name = json_key(key)
             value = normalize(data[key])
@@ -171,15 +173,16 @@ class _Viewer:
                 and _short(normalize(next(iter(value.values()))))
             )  # {"stringValue": "checkout-service"} is one value too
             if i == last or name in PRIORITY or is_id_key(name):
-                chosen.append(True)
+                chosen[i] = True
+            elif value is None or value == "" or (isinstance(value, (Mapping, list, tuple)) and not value):
+                empty.append(i)
             elif short and cheap < 2 * self.level.keys:
                 cheap += 1
-                chosen.append(True)
-            elif others < max(self.level.keys // 2, 1):
-                others += 1
-                chosen.append(True)
+                chosen[i] = True
             else:
-                chosen.append(False)
+                others.append(i)
+        for i in [*others, *empty][: max(self.level.keys // 2, 1)]:
+            chosen[i] = True
         return chosen
 
     def _list(self, items: Sequence[Any], depth: int) -> Any:
@@ -188,6 +191,12 @@ class _Viewer:
             return []
         if depth >= self.level.depth:
             self.nested_cut += 1
+            ends = [normalize(items[0]), normalize(items[-1])]
+            if all(
+                _short(v) or (isinstance(v, str) and _identifier(v)) for v in ends
+            ):  # cheap; they say most
+                first, last = scalar(ends[0]), scalar(ends[1])
+                return [first, f"... +{count - 2} more", last] if count > 2 else [first, last][:count]
             return f"[{count} items]"
         if count > self.level.items and mostly_records(items):
             return self._records(items, depth)
@@ -278,6 +287,15 @@ _PAIR_KEYS = (("key", "value"), ("name", "value"), ("Key", "Value"), ("Name", "V
 
 def _short(value: Any) -> bool:
     return is_scalar(value) and (not isinstance(value, str) or len(value) <= 40)
+
+
+IDENTIFIER_CHARS = 200
+"""An identifier (a URL, a hash, a path: one word) up to this long is never cut: half a
+tarball URL or a digest is no use, and `read_artifact` would be needed for the other half."""
+
+
+def _identifier(value: str) -> bool:
+    return len(value) <= IDENTIFIER_CHARS and not any(c.isspace() for c in value)
 
 
 def _pairs(items: Sequence[Any]) -> dict[str, Any] | None:
