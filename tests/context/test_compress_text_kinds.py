@@ -113,3 +113,20 @@ def test_a_megabyte_diff_is_ranked_without_a_tuple_for_every_line() -> None:
         tracemalloc.stop()
     assert len(out) <= 2000
     assert peak < 5 * len(text), f"{peak / len(text):.1f}x the input"  # 15x when every line was ranked
+
+
+def test_git_log_stat_keeps_the_files_of_the_newest_commits() -> None:
+    parts = []
+    for n in range(80):
+        parts.append(
+            f"commit {n:040x}\nAuthor: Dev {n % 3} <dev{n % 3}@example.org>\n"
+            "Date:   Mon Mar 3 10:00:00 2025 +0100\n\n"
+            f"    Change number {n}\n\n"
+            f" src/module_{n}.py   | {n + 3} +++++++++--\n tests/test_{n}.py | 2 ++\n"
+            f" 2 files changed, {n + 4} insertions(+), 1 deletion(-)\n\n"
+        )
+    text = "".join(parts)
+    out = compress(text, 2000, pointer=NAME)
+    assert detect(text) == "git_log" and len(out) <= 2000
+    assert "src/module_0.py | 3" in out and "tests/test_0.py | 2" in out  # the bars dropped
+    assert f"{0:040x}" in out and f"{79:040x}" in out and "80 commits" in out

@@ -166,7 +166,7 @@ def _gap(lines: Sequence[str], where_of: Origin, start: int, stop: int) -> str |
     if all(not lines[i].strip() for i in range(start, stop)):
         return None
     count = where_of[stop - 1][0] + where_of[stop - 1][1] - where_of[start][0]
-    return "..." if count == 1 else f"[... {count} lines]"
+    return "..." if count <= 1 else f"[... {count} lines]"  # 0: lines that stand for no source line
 
 
 def head_tail(count: int, budget: int, head_weight: int = 2, tail_weight: int = 3) -> list[tuple[int, int]]:

@@ -269,9 +269,17 @@ def _folder_tree(folders: list[list[str]], limit: int) -> list[str]:
     return render(groups)
 
 
+_STAT = re.compile(r"^ (\S.*?\S)\s+\|\s+(\d+|Bin\b.*?)(?:\s+[+-]+)?$")
+"""A `--stat` line: ` path | 45 ++++` (the bars say again what the number says)."""
+
+
 def compress_git_log(text: str, budget: int, pointer: str | None) -> str:
-    """`git log` as one line per commit (hash, date, author, subject); bodies and diffs cut."""
-    commits: list[str] = []
+    """`git log` as one line per commit (hash, date, author, subject); with `--stat`, the files a
+    commit changed under it (`docs/faqs.md | 45`), the newest commits' first. Bodies and diffs cut."""
+    lines: list[str] = []
+    origin: list[tuple[int, int]] = []  # a gap counts commits: a stat line spans none
+    commits: list[int] = []  # the line of each commit
+    stats: list[list[int]] = []  # the stat lines of each commit
     merges: list[int] = []
     dropped = 0
     authors: set[str] = set()
@@ -282,12 +290,20 @@ def compress_git_log(text: str, budget: int, pointer: str | None) -> str:
             line = " ".join(
                 v for v in (current["hash"], current.get("date", ""), current.get("author", "")) if v
             )
-            commits.append(f"{line}: {current.get('subject', '')}")
+            commits.append(len(lines))
+            lines.append(f"{line}: {current.get('subject', '')}")
+            origin.append((len(commits), 1))
+            stats.append([])
+            for stat in current.get("stats", "").split("\n") if current.get("stats") else ():
+                stats[-1].append(len(lines))
+                lines.append(f"  {stat}")
+                origin.append((len(commits) + 1, 0))
             if "merge" in current:
                 merges.append(len(commits) - 1)
 
     for line in text.splitlines():
         found = _COMMIT.match(line)
+        stat = _STAT.match(line) if current and not found else None
         if found:
             close()
             current = {"hash": found.group(1)}  # never shortened: the model quotes it back
@@ -302,14 +318,19 @@ def compress_git_log(text: str, budget: int, pointer: str | None) -> str:
             current["date"] = _short_date(line.split(":", 1)[1].strip())
         elif line.startswith("    ") and line.strip() and "subject" not in current:
             current["subject"] = line.strip()
+        elif stat is not None:
+            kept = f"{stat.group(1)} | {stat.group(2)}"
+            current["stats"] = f"{current['stats']}\n{kept}" if "stats" in current else kept
         elif line.strip():
             dropped += 1
     close()
-    priorities = head_tail(len(commits), budget)
-    priorities += [(5, i) for i in merges[:10]]
+    priorities = [(p, commits[i]) for p, i in head_tail(len(commits), budget)]
+    priorities += [(5, commits[i]) for i in merges[:10]]
+    for n, files in enumerate(stats[: budget // 40]):  # each commit's files after the commits near it
+        priorities += [(2 * n + 6 + 4 * k, i) for k, i in enumerate(files[:8])]
     cut = "; bodies and diffs cut" if dropped else ""
     footer = f"[git log: {len(commits)} commits, {len(authors)} authors{cut}; {where(pointer)}]"
-    return pick_lines(commits, budget, priorities, footer=footer, max_line=160)
+    return pick_lines(lines, budget, priorities, footer=footer, max_line=160, origin=origin)
 
 
 def _short_date(raw: str) -> str:
