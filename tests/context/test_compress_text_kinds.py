@@ -130,3 +130,51 @@ def test_git_log_stat_keeps_the_files_of_the_newest_commits() -> None:
     assert detect(text) == "git_log" and len(out) <= 2000
     assert "src/module_0.py | 3" in out and "tests/test_0.py | 2" in out  # the bars dropped
     assert f"{0:040x}" in out and f"{79:040x}" in out and "80 commits" in out
+
+
+def test_tap_maven_and_junit_runs_keep_counts_failures_and_why() -> None:
+    tap = ["TAP version 13"]
+    for n in range(1, 301):
+        tap += [f"# Subtest: record {n}", f"{'not ok' if n == 151 else 'ok'} {n} - record {n}", "  ---"]
+        tap += [
+            "  duration_ms: 0.5",
+            "  error: |-",
+            "    Expected values to be strictly equal:",
+            "",
+            "    NaN !== 60",
+        ] * (n == 151)
+        tap += ["  duration_ms: 0.4", "  ..."] * (n != 151)
+    tap += ["1..300", "# tests 300", "# pass 299", "# fail 1"]
+    maven = [f"[INFO] Downloading artifact {n} of the build" for n in range(200)]
+    maven += ["[ERROR] Failures: ", "[ERROR]   ParserTest.record151:42 expected: <60> but was: <NaN>"]
+    maven += ["[ERROR] Tests run: 300, Failures: 1, Errors: 0, Skipped: 0", "[INFO] BUILD FAILURE"]
+    junit = [
+        '<?xml version="1.0" encoding="UTF-8"?>',
+        '<testsuite xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:noNamespaceSchemaLocation='
+        '"https://maven.apache.org/surefire/maven-surefire-plugin/xsd/surefire-test-report-3.0.xsd" '
+        'version="3.0" name="demo.ParserTest" time="1.2" tests="300" errors="0" skipped="0" failures="1">',
+    ]
+    for n in range(300):
+        if n == 151:
+            junit += [f'  <testcase name="record{n}" classname="demo.ParserTest" time="0.02">']
+            junit += ['    <failure message="expected: &lt;60&gt; but was: &lt;NaN&gt;" type="Failed">']
+            junit += ["    </failure>", "  </testcase>"]
+        else:
+            junit += [f'  <testcase name="record{n}" classname="demo.ParserTest" time="0.001"/>']
+    junit += ["</testsuite>"]
+    for lines, facts in (
+        (tap, ["not ok 151 - record 151", "NaN !== 60", "# pass 299", "# fail 1"]),
+        (
+            maven,
+            [
+                "ParserTest.record151:42 expected: <60> but was: <NaN>",
+                "Tests run: 300, Failures: 1",
+                "BUILD FAILURE",
+            ],
+        ),
+        (junit, ['tests="300"', 'failures="1"', 'name="record151"', "but was: &lt;NaN&gt;"]),
+    ):
+        text = "\n".join(lines)
+        out = compress(text, 2000, pointer=NAME)
+        assert detect(text) == "tests" and len(text) > 4000 and len(out) <= 2000
+        assert all(fact in out for fact in facts), [fact for fact in facts if fact not in out]

@@ -60,6 +60,12 @@ TESTS_PYTEST = re.compile(
     re.MULTILINE,
 )
 TESTS_UNITTEST = re.compile(r"^Ran \d+ tests? in [\d.]+s$", re.MULTILINE)
+TESTS_OTHER = re.compile(
+    r"^TAP version \d+$"  # node --test, tap, prove
+    r"|^(?:\[\w+\] )?Tests run: \d+, Failures: \d+, Errors: \d+"  # Maven surefire, Gradle, JUnit console
+    r"|^\s*<testsuites?\b[^>]*\btests=\"\d+\"",  # JUnit XML (surefire reports, pytest --junitxml, jest-junit)
+    re.MULTILINE,
+)
 TEXT_DEF = re.compile(
     r"^\s*(?:@|(?:async\s+)?def\s|class\s|function\s|func\s|(?:pub(?:\([^)]*\))?\s+)?(?:fn|struct|enum|trait|impl)\s"
     r"|interface\s|export\s|module\s|package\s)"
@@ -166,7 +172,8 @@ def is_http(value: Any) -> bool:
 
 
 def is_test_output(text: str) -> bool:
-    return bool(TESTS_PYTEST.search(text) or TESTS_UNITTEST.search(text))
+    head = text[:200_000]
+    return bool(TESTS_PYTEST.search(head) or TESTS_UNITTEST.search(head) or TESTS_OTHER.search(head))
 
 
 def table_columns(lines: list[str]) -> int | None:

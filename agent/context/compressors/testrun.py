@@ -1,4 +1,5 @@
-"""Test-runner output (pytest, unittest): the counts, every failure, its first error line.
+"""Test-runner output (pytest, unittest, TAP, Maven, JUnit XML): the counts, every failure,
+its first error line.
 
 What the next step needs from a test run is short: did it pass, how many failed,
 which tests, and why (the first `E` line of each failure and where it happened).
@@ -18,9 +19,19 @@ _SUMMARY = re.compile(
     r"^=+ .*\b(?:passed|failed|errors?|skipped|xfailed|xpassed|no tests ran)\b.*=+$"
     r"|^(?:Ran \d+ tests?|FAILED \(|OK\b|collected \d+ items?|collecting \.\.\. collected)"
     r"|^\d+ (?:failed|passed|errors?)\b.*\bin [\d.]+s"  # `pytest -q`: the count line has no rule
+    r"|^# (?:tests|pass|fail|cancelled|skipped|todo) \d+$|^1\.\.\d+$"  # TAP's plan and counts
+    r"|^(?:\[\w+\] )?(?:Tests run: \d+, Failures: \d+|BUILD (?:SUCCESS|FAILURE))"  # Maven
+    r"|^\s*<testsuites?\b"  # JUnit XML
 )
 _ERROR_KIND = re.compile(r"^(?:E\s+)?(\S+)")
-_SHORT = re.compile(r"^(?:FAILED|ERROR|XPASS)\s+\S")
+_SHORT = re.compile(
+    r"^(?:FAILED|ERROR|XPASS)\s+\S|^not ok \d+"  # pytest's short summary, TAP
+    r"|^\[ERROR\]   \S+[.:]\S"  # Maven's list under `Failures:`/`Errors:` (`CalcTest.case17:22 expected...`)
+    r"|^\s*<testcase\b.*[^/]>$"  # a JUnit testcase with something inside: a failure, an error
+)
+_TAP_ERROR = re.compile(r"^\s+(?:error|message):")
+"""A failing TAP test's YAML block: `error: |-` and the message under it."""
+_XML_FAILURE = re.compile(r"^\s*<(?:failure|error)\b")
 _SECTION = re.compile(r"^_{2,} (.+?) _{2,}$|^(?:FAIL|ERROR): \S")
 _ERROR_LINE = re.compile(r"^E\s+\S")
 _LOCATION = re.compile(r"^[\w./\\-]+\.py:\d+: \S")
@@ -28,8 +39,21 @@ _VERBOSE_FAIL = re.compile(r"::\S+ (?:FAILED|ERROR)\b")
 _UNITTEST_EXC = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception)\b")
 
 
+_SUITE = re.compile(r"^(\s*<testsuites?)\b")
+_COUNT_ATTRIBUTE = re.compile(r'\b(?:name|tests|failures|errors|skipped|time)="[^"]*"')
+
+
+def _suite(line: str) -> str:
+    """A JUnit `<testsuite ...>` line with only its name and counts: its schema attributes come
+    first and would push the counts past the line's cut."""
+    found = _SUITE.match(line)
+    if not found:
+        return line
+    return " ".join([found.group(1), *_COUNT_ATTRIBUTE.findall(line)]) + (">" if line.endswith(">") else "")
+
+
 def compress_tests(text: str, budget: int, pointer: str | None) -> str:
-    lines = [line.rstrip() for line in text.splitlines()]
+    lines = [_suite(line.rstrip()) for line in text.splitlines()]
     priorities: list[tuple[int, int]] = []
     in_section = False
     first_error_taken = False
@@ -38,6 +62,10 @@ def compress_tests(text: str, budget: int, pointer: str | None) -> str:
     short = [i for i, line in enumerate(lines) if _SHORT.match(line)]
     ends = {short[0], short[-1]} if len(short) > 8 else set(short)
     for i, line in enumerate(lines):
+        if _TAP_ERROR.match(line) or _XML_FAILURE.match(line):  # why a TAP or JUnit test failed
+            message = [j for j in range(i, min(i + 6, len(lines))) if lines[j].strip() not in ("", "|-", "|")]
+            priorities += [(1 if j == message[0] else 3, j) for j in message[:4]]
+            continue
         if _SUMMARY.search(line):
             priorities.append((0, i))
         elif _SHORT.match(line):
