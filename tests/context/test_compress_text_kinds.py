@@ -178,3 +178,26 @@ def test_tap_maven_and_junit_runs_keep_counts_failures_and_why() -> None:
         out = compress(text, 2000, pointer=NAME)
         assert detect(text) == "tests" and len(text) > 4000 and len(out) <= 2000
         assert all(fact in out for fact in facts), [fact for fact in facts if fact not in out]
+
+
+def test_a_full_rust_backtrace_keeps_the_program_s_frames_before_the_runtime_s() -> None:
+    rustc = "/rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library"
+    lines = [
+        "",
+        "thread 'main' (29284) panicked at src/main.rs:1:65:",
+        "record id must be a number",
+        "stack backtrace:",
+    ]
+    for n in range(60):
+        if n in (30, 31, 32):
+            name, at = f"importer::step_{n}::h411486dda8f0df22", f"/home/dev/importer/src/main.rs:{n}:9"
+        else:
+            name = f"<std[e28293b1aa0f68bd]::sys::Frame{n} as core[c1f1a4ba060b9bfa]::fmt::Display>::fmt"
+            at = f"{rustc}/std/src/sys/backtrace.rs:{n}:26"
+        lines += [f"  {n:2d}:     0x56171db4958a - {name}", f"                               at {at}"]
+    text = "\n".join(lines)
+    out = compress(text, 2000, pointer=NAME)
+    assert detect(text) == "trace" and len(out) <= 2000
+    for n in (30, 31, 32):
+        assert f"importer::step_{n}" in out and f"src/main.rs:{n}:9" in out
+    assert "(3 outside the runtime)" in out

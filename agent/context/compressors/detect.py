@@ -77,7 +77,8 @@ TEXT_PATH = re.compile(r"^\s*(?:\.{1,2}/|/|~/)?[\w.@+-]+(?:/[\w.@+, -]*[\w.@+-])
 TEXT_COMMIT = re.compile(r"^commit ([0-9a-f]{7,64})\b")
 TEXT_COLUMNS = re.compile(r"\s{2,}")
 TRACE_FRAME = re.compile(
-    r"^\s*(?:at [\w$.<>\[\]/ -]+(?:\(.*\))?$|at \S+:\d+:\d+\)?$|\d+: (?:0x[0-9a-f]+ - )?\S+$|\S+\.go:\d+\b)"
+    r"^\s*(?:at [\w$.<>\[\]/ -]+(?:\(.*\))?$|at \S+:\d+:\d+\)?$|\d+: (?:0x[0-9a-f]+ - )?\S+$|\S+\.go:\d+\b"
+    r"|\d+: +0x[0-9a-f]+ - \S.*$)"  # RUST_BACKTRACE=full: `36:  0x5617 - <&dyn core[..]::Fn<()> + Sync>`
 )
 TRACE_HEAD = re.compile(
     r"^(?:Exception in thread|Caused by:|Suppressed:|thread '.*' (?:\(\d+\) )?panicked at|panic: "

@@ -3,7 +3,7 @@
 Like a Python traceback, such a trace is read for its exception lines (the thrown
 one and every `Caused by:`), where it was raised (the first frame under each), and
 the frames in the program's own code rather than the runtime's. Runtime frames
-(`java.`, `node:internal`, `std::`, `core::`, `runtime/`) go first when cutting;
+(`java.`, `node:internal`, `std::`, `core::` or `std[hash]::`, `runtime/`) go first when cutting;
 `... 12 more` lines and the trace's own last line (`Node.js v22`, the exit note)
 stay, and the footer counts frames and exceptions.
 """
@@ -26,9 +26,12 @@ _GO_RUNTIME = re.compile(r"^runtime: \w")
 _GO_ARGS = re.compile(r"\(.*$")
 _GO_PC = re.compile(r" \+0x[0-9a-f]+.*$")
 _MORE = re.compile(r"^\s*\.\.\. \d+ more")
+_RUST_FRAME = re.compile(r"^\s*\d+: ")
 _RUNTIME = re.compile(
     r"\bat (?:java\.|javax\.|jdk\.|sun\.|kotlin\.|scala\.|node:|internal/)|\(node:|\bat (?:async )?Promise\.|"
-    r"\d+: (?:0x[0-9a-f]+ - )?(?:std|core|alloc|__rustc|rust_begin_unwind)::|^\s*(?:runtime|testing)/|"
+    r"\d+: +(?:0x[0-9a-f]+ - )?<*(?:&(?:dyn |mut )?)?"
+    r"(?:std|core|alloc|__rustc|rust_begin_unwind)(?:\[[0-9a-f]+\])?::"
+    r"|^\s*(?:runtime|testing)/|"
     r"\s(?:__libc_start|_start$)"
 )
 
@@ -48,6 +51,7 @@ def compress_trace(text: str, budget: int, pointer: str | None) -> str:
     priorities: list[tuple[int, int]] = [(1, 0), (3, len(lines) - 1)]
     frames = user = heads = 0
     under_head = False
+    attached = -1  # a Rust frame's `at file:line` line, taken with the frame above it
     states = [(i, m.group(1)) for i, line in enumerate(lines) if (m := _GO_ROUTINE.match(line))]
     state_count = Counter(state for _, state in states)
     go_heads = {
@@ -55,6 +59,8 @@ def compress_trace(text: str, budget: int, pointer: str | None) -> str:
     }
     seen: set[str] = set()
     for i, line in enumerate(lines):
+        if i == attached:
+            continue
         if i in go_heads:  # a dump of many goroutines: the first, the rare states, then the rest
             heads += 1
             under = 2 if go_heads[i] == 0 else go_heads[i] + 150  # the first one's top frame: where
@@ -80,13 +86,15 @@ def compress_trace(text: str, budget: int, pointer: str | None) -> str:
             frames += 1
             runtime = bool(_RUNTIME.search(line))
             user += not runtime
+            if _RUST_FRAME.match(line) and i + 1 < len(lines) and _LOCATION.match(lines[i + 1]):
+                attached = i + 1
             if under_head:
                 priorities.append((2, i))
                 under_head = False
             elif not runtime:
                 priorities += [(4 + min(user, 40), i), (6 + min(user, 40), i + 1)]
             else:
-                priorities.append((300 + i, i))
+                priorities += [(300 + i, i), *([(300 + i, i + 1)] if attached == i + 1 else [])]
         elif _MORE.match(line):
             priorities.append((3, i))
         elif line.strip():
