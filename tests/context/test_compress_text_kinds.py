@@ -201,3 +201,38 @@ def test_a_full_rust_backtrace_keeps_the_program_s_frames_before_the_runtime_s()
     for n in (30, 31, 32):
         assert f"importer::step_{n}" in out and f"src/main.rs:{n}:9" in out
     assert "(3 outside the runtime)" in out
+
+
+def test_a_unittest_failure_keeps_its_exception_line_under_the_dashes() -> None:
+    lines = [f"test_{n} (suite.T.test_{n}) ... ok" for n in range(150)]
+    lines += ["", "=" * 70, "FAIL: test_77 (suite.T.test_77)", "-" * 70, "Traceback (most recent call last):"]
+    lines += ['  File "/src/suite.py", line 158, in test_77', "    self.assertEqual({'a': 1}, {'a': 2})"]
+    lines += [
+        "AssertionError: {'a': 1} != {'a': 2}",
+        "",
+        "-" * 70,
+        "Ran 150 tests in 0.006s",
+        "",
+        "FAILED (failures=1)",
+    ]
+    text = "\n".join(lines)
+    out = compress(text, 2000, pointer=NAME)
+    assert detect(text) == "tests" and len(out) <= 2000
+    assert "AssertionError: {'a': 1} != {'a': 2}" in out and 'File "/src/suite.py", line 158' in out
+    assert "Ran 150 tests" in out and "FAILED (failures=1)" in out
+
+
+def test_compiler_errors_come_before_the_notes_under_them() -> None:
+    lines = ["src/app.cpp: In function 'int main()':"]
+    for n in range(12):
+        what = ("declared in this scope", "a member of the class", "convertible to int")[n % 3]
+        lines.append(f"src/app.cpp:{40 + n}:9: error: value_{'abcdefghijkl'[n]} was not {what}")
+        for k in range(6):  # gcc's candidates, each its own shape (words, not numbers): as rare as an error
+            word = "".join(chr(97 + (n * 6 + k) // 26**p % 26) for p in range(3))
+            lines.append(
+                f"/usr/include/c++/12/bits/stl_map.h:{900 + n}:7: note: candidate insert_{word}(K&&)"
+            )
+    text = "\n".join(lines)
+    out = compress(text, 2000, pointer=NAME)
+    assert detect(text) == "diagnostics" and len(out) <= 2000
+    assert all(f"src/app.cpp:{40 + n}:9: error:" in out for n in range(12)), out  # 12 codes, 72 notes

@@ -28,6 +28,19 @@ _SUMMARY = re.compile(
 _MASK = re.compile(r"\"[^\"]*\"|'[^']*'|`[^`]*`|\d+")
 
 
+def _severity(code: str) -> int:
+    level = code.split(":", 1)[0]
+    return (
+        0
+        if level in ("error", "fatal error")
+        else 1
+        if level == "warning"
+        else 2
+        if level in ("note", "remark")
+        else 0
+    )
+
+
 def compress_diagnostics(text: str, budget: int, pointer: str | None) -> str:
     lines = [line.rstrip() for line in text.splitlines()]
     while lines and not lines[-1].strip():
@@ -51,7 +64,9 @@ def compress_diagnostics(text: str, budget: int, pointer: str | None) -> str:
     first: dict[str, int] = {}
     for n, (code, _) in enumerate(sites):
         first.setdefault(code, n)
-    rank = {code: r for r, code in enumerate(sorted(counts, key=lambda c: (counts[c], first[c])))}
+    rank = {  # errors before warnings before notes (a note says more about the error above it), rarest first
+        code: r for r, code in enumerate(sorted(counts, key=lambda c: (_severity(c), counts[c], first[c])))
+    }
     seen: set[str] = set()
     for n, (code, where_said) in enumerate(sites):
         priority = 10 + rank[code] if code not in seen else 5 if n == len(sites) - 1 else 10_000 + n

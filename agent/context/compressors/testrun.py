@@ -34,7 +34,7 @@ _TAP_ERROR = re.compile(r"^\s+(?:error|message):")
 _XML_FAILURE = re.compile(r"^\s*<(?:failure|error)\b")
 _SECTION = re.compile(r"^_{2,} (.+?) _{2,}$|^(?:FAIL|ERROR): \S")
 _ERROR_LINE = re.compile(r"^E\s+\S")
-_LOCATION = re.compile(r"^[\w./\\-]+\.py:\d+: \S")
+_LOCATION = re.compile(r"^[\w./\\-]+\.py:\d+: \S|^  File \"[^\"]+\", line \d+")  # pytest's, unittest's
 _VERBOSE_FAIL = re.compile(r"::\S+ (?:FAILED|ERROR)\b")
 _UNITTEST_EXC = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception)\b")
 
@@ -56,6 +56,7 @@ def compress_tests(text: str, budget: int, pointer: str | None) -> str:
     lines = [_suite(line.rstrip()) for line in text.splitlines()]
     priorities: list[tuple[int, int]] = []
     in_section = False
+    opened = -2  # the line of the latest section header
     first_error_taken = False
     located = False
     shapes: set[str] = set()  # an error line seen before (other numbers) ranks with the rest
@@ -72,9 +73,11 @@ def compress_tests(text: str, budget: int, pointer: str | None) -> str:
             priorities.append((1 if i in ends else 4, i))  # a long FAILED list: its ends, then the rest
         elif _SECTION.match(line):
             priorities.append((2, i))
-            in_section, first_error_taken = True, False
-        elif line.startswith("=") or line.startswith("-" * 10):
-            in_section = False
+            in_section, first_error_taken, opened = True, False, i
+        elif line.startswith("=") or (line.startswith("-" * 10) and i != opened + 1):
+            in_section = (
+                False  # (unittest rules off its `FAIL:` header with dashes: the section starts there)
+            )
         elif in_section and not first_error_taken and (_ERROR_LINE.match(line) or _UNITTEST_EXC.match(line)):
             shape = _ERROR_KIND.match(line).group(1)  # type: ignore[union-attr]
             priorities.append((1 if shape not in shapes else 3, i))
