@@ -45,7 +45,8 @@ def compress_diagnostics(text: str, budget: int, pointer: str | None) -> str:
     lines = [line.rstrip() for line in text.splitlines()]
     while lines and not lines[-1].strip():
         lines.pop()
-    sites: list[tuple[str, list[int]]] = []  # (code, the lines that say it: message, then site)
+    sites: list[tuple[str, tuple[int, ...]]] = []  # (code, the lines that say it: message, then site)
+    codes: dict[str, str] = {}
     priorities: list[tuple[int, int]] = [(1, 0), (1, len(lines) - 1)]
     for i, line in enumerate(lines):
         if _SUMMARY.match(line):
@@ -55,11 +56,12 @@ def compress_diagnostics(text: str, budget: int, pointer: str | None) -> str:
             found = _CODE.search(line)
             level = site.group(1)
             code = (found.group(1) or found.group(2)) if found else _MASK.sub("#", line[site.end() :])[:60]
-            sites.append((f"{level}:{code}", [i]))
+            key = f"{level}:{code}"
+            sites.append((codes.setdefault(key, key), (i,)))  # one string a code, not one a site
         elif _ARROW.match(line) and i > 0:
             header = _HEADER.match(lines[i - 1])
             code = header.group(1) if header else _MASK.sub("#", lines[i - 1])[:60]
-            sites.append((code, [i - 1, i]))
+            sites.append((codes.setdefault(code, code), (i - 1, i)))
     counts = Counter(code for code, _ in sites)
     first: dict[str, int] = {}
     for n, (code, _) in enumerate(sites):
@@ -68,9 +70,14 @@ def compress_diagnostics(text: str, budget: int, pointer: str | None) -> str:
         code: r for r, code in enumerate(sorted(counts, key=lambda c: (_severity(c), counts[c], first[c])))
     }
     seen: set[str] = set()
+    repeated = 0
     for n, (code, where_said) in enumerate(sites):
         priority = 10 + rank[code] if code not in seen else 5 if n == len(sites) - 1 else 10_000 + n
         seen.add(code)
+        if priority >= 10_000:
+            repeated += 1
+            if repeated > budget // 2:
+                continue  # repeats past what could ever be shown
         priorities += [(priority, i) for i in where_said]
     priorities += [
         (20_000 + i, i) for i in range(min(len(lines), budget // 2))

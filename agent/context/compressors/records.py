@@ -10,7 +10,6 @@ not only lines.
 from __future__ import annotations
 
 import csv
-import io
 import re
 from collections import Counter
 
@@ -36,7 +35,8 @@ def compress_csv(text: str, budget: int, pointer: str | None) -> str:
     """The header row, first and last rows, rows that read as errors; rows x columns counted."""
     lines = [line for line in text.splitlines() if line.strip()]
     try:
-        records = sum(1 for _ in csv.reader(io.StringIO(text))) - 1
+        rows = (m.group(0) for m in re.finditer(r"[^\n]*\n|[^\n]+$", text))  # not a StringIO: 4 bytes a char
+        records = sum(1 for _ in csv.reader(rows)) - 1
         columns = len(next(csv.reader([lines[0]])))
     except (csv.Error, StopIteration):
         records, columns = len(lines) - 1, 0

@@ -9,6 +9,7 @@ states the size of the whole and where it is.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 
@@ -65,24 +66,25 @@ def fold_repeats(lines: list[str]) -> tuple[list[str], list[tuple[int, int]]]:
 def compress_plain(text: str, budget: int, pointer: str | None) -> str:
     """Head and tail by lines, the first error-looking lines in between, repeats folded."""
     lines, origin = fold_repeats([_squeeze_row(line) for line in text.splitlines()])
-    squeezed = "\n".join(lines)
-    if len(squeezed) <= budget:
-        return squeezed
-    if len(lines) < 5 or len(squeezed) > 400 * len(lines):
-        return fit(squeezed, budget, pointer)  # a few very long lines: cut by characters
-    seen: dict[str, int] = {}
-    repeats: set[int] = set()
+    size = sum(map(len, lines)) + len(lines) - 1  # the joined text's length, without joining it
+    if size <= budget:
+        return "\n".join(lines)
+    if len(lines) < 5 or size > 400 * len(lines):
+        return fit("\n".join(lines), budget, pointer)  # a few very long lines: cut by characters
+    seen: set[int] = set()  # templates by hash: equality only, and an int costs less than a copy
+    repeats = bytearray(len(lines))  # a byte a line, not a set entry
     for i, line in enumerate(lines):
         if len(line) < 24:
             continue  # short lines are labels (field names, ids), not boilerplate
-        template = _TEMPLATE.sub("#", line)
-        seen[template] = seen.get(template, 0) + 1
-        if seen[template] > 1:
-            repeats.add(i)  # boilerplate that recurs with other numbers or links: shown once
+        template = hash(_TEMPLATE.sub("#", line))
+        if template in seen:
+            repeats[i] = 1  # boilerplate that recurs with other numbers or links: shown once
+        seen.add(template)
     fields = _fields(lines)
     spread = 8 if fields else 1  # a `Key: value` document is read by its sections, not by its ends
-    priorities = [(p * spread, i) for p, i in head_tail(len(lines), budget) if i not in repeats or p < 2]
-    priorities += [(100_000 + i, i) for i in repeats]
+    priorities = [(p * spread, i) for p, i in head_tail(len(lines), budget) if not repeats[i] or p < 2]
+    recurring = (i for i in range(len(lines)) if repeats[i])
+    priorities += [(100_000 + i, i) for i in itertools.islice(recurring, budget // 2)]  # no more could fit
     priorities += important_lines(lines)
     headings = [i for i, line in enumerate(lines) if len(line) < 200 and _HEADING.match(line)]
     priorities += [(12 + n, i) for n, i in enumerate(headings[:40])]

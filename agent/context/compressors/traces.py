@@ -52,6 +52,7 @@ def compress_trace(text: str, budget: int, pointer: str | None) -> str:
     frames = user = heads = 0
     under_head = False
     attached = -1  # a Rust frame's `at file:line` line, taken with the frame above it
+    runtime_listed = 0
     states = [(i, m.group(1)) for i, line in enumerate(lines) if (m := _GO_ROUTINE.match(line))]
     state_count = Counter(state for _, state in states)
     go_heads = {
@@ -69,7 +70,9 @@ def compress_trace(text: str, budget: int, pointer: str | None) -> str:
         elif i + 1 < len(lines) and _GO_FILE.match(lines[i + 1]) and not _FRAME.match(line):
             frames += 1  # a Go frame: the function line, its file line under it
             if not _go_user(line):
-                priorities += [(300 + i, i), (300 + i, i + 1)]
+                runtime_listed += 1
+                if runtime_listed <= budget // 4:  # the standard library's frames fill what is left, in order
+                    priorities += [(300 + i, i), (300 + i, i + 1)]
                 continue
             user += 1
             site = _GO_ARGS.sub("", line) + _GO_PC.sub("", lines[i + 1])
