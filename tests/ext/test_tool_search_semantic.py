@@ -46,28 +46,17 @@ def concepts(texts: Sequence[str]) -> list[list[float]]:
     return vectors
 
 
-DECLARATIONS: list[dict[str, Any]] = [
-    {
-        "name": "slack_post_message",
-        "description": "Post a message to a Slack channel.",
-        "input_schema": {"type": "object", "properties": {"channel": {"type": "string"}}},
-    },
-    {
-        "name": "stripe_refund_charge",
-        "description": "Refund a Stripe charge.",
-        "input_schema": {"type": "object", "properties": {"charge": {"type": "string"}}},
-    },
-    {
-        "name": "github_create_issue",
-        "description": "Open an issue in a GitHub repository.",
-        "input_schema": {"type": "object", "properties": {"title": {"type": "string"}}},
-    },
+def declaration(name: str, description: str, parameter: str) -> dict[str, Any]:
+    schema = {"type": "object", "properties": {parameter: {"type": "string"}}}
+    return {"name": name, "description": description, "input_schema": schema}
+
+
+DECLARATIONS = [
+    declaration("slack_post_message", "Post a message to a Slack channel.", "channel"),
+    declaration("stripe_refund_charge", "Refund a Stripe charge.", "charge"),
+    declaration("github_create_issue", "Open an issue in a GitHub repository.", "title"),
     *(
-        {
-            "name": f"files_tool_{n}",
-            "description": f"Work on files, variant {n}: read, write and list them.",
-            "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
-        }
+        declaration(f"files_tool_{n}", f"Work on files, variant {n}: read, write and list them.", "path")
         for n in range(6)
     ),
 ]
