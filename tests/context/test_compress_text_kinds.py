@@ -236,3 +236,25 @@ def test_compiler_errors_come_before_the_notes_under_them() -> None:
     out = compress(text, 2000, pointer=NAME)
     assert detect(text) == "diagnostics" and len(out) <= 2000
     assert all(f"src/app.cpp:{40 + n}:9: error:" in out for n in range(12)), out  # 12 codes, 72 notes
+
+
+def test_a_section_keeps_its_last_row_and_ranks_ids_and_repeats_after_news() -> None:
+    out = ["Name:               node-b", "Roles:              <none>"]
+    out += ["Labels:             a=1"] + [f"                    label-{i}=value-{i}" for i in range(30)]
+    out += ["Conditions:", "  Type    Status  Reason", "  ----    ------  ------"]
+    out += [f"  Cond{i}   False   Reason{i}" for i in range(12)] + ["  Ready   True    KubeletIsReady"]
+    out += ["Capacity:"] + [f"  resource-{i}:  {i * 1000}" for i in range(6)]
+    out += ["Allocatable:"] + [f"  resource-{i}:  {i * 1000}" for i in range(6)]
+    out += ["System Info:", "  Machine ID:         18b3f3bfe5aa48e593425a4af64b880c"]
+    out += ["  System UUID:        18b3f3bfe5aa48e593425a4af64b880d"]
+    out += ["  Boot ID:            9493e363-4d8a-4773-a4c1-94346d417c97"]
+    out += [f"  Detail {i}:           value-{i}" for i in range(3)] + ["  Kubelet Version:    v1.31.2"]
+    out += [f"Field{i}:             value {i} " + "w" * 25 for i in range(10)]
+    out += ["Pods:               (60 in total)"] + [
+        f"  ns  pod-{i:03d}  1 (0%)  2 (0%)  40d" for i in range(60)
+    ]
+    text = "\n".join(out)
+    got = compress(text, 2000, pointer=NAME)
+    assert detect(text) == "text" and len(got) <= 2000
+    assert "KubeletIsReady" in got, "a section's last row"
+    assert "Kubelet Version:    v1.31.2" in got, "a version before opaque ids and repeated rows"

@@ -121,6 +121,7 @@ def _header_rows(lines: list[str], origin: list[tuple[int, int]]) -> str:
     return f" (header + {rows:,} rows)"
 
 
+_OPAQUE = re.compile(r":\s+(?:[0-9a-f]{16,}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$")
 _FIELD = re.compile(r"^[A-Z][\w .()/-]{0,40}:(?:\s|$)")
 _SUBFIELD = re.compile(r"^ {1,4}[A-Z][\w .()/-]{0,40}:\s")
 _CONTINUED = re.compile(r"^ {8,}\S")
@@ -135,6 +136,16 @@ def _fields(lines: list[str]) -> list[tuple[int, int]]:
     if len(top) < 4 or len(top) * 10 < len(lines):
         return []
     out = [(12 + min(n, 60), i) for n, i in enumerate(top)]
+    earlier: set[str] = set()
+
+    def said(i: int) -> int:
+        """How much later a line ranks for saying little: again (`cpu: 32` under Capacity, then
+        under Allocatable), or only an opaque id (`Machine ID:  18b3f3bf...`)."""
+        text = lines[i].strip()
+        again = text in earlier
+        earlier.add(text)
+        return 30 if again or _OPAQUE.search(text) else 0
+
     for n, start in enumerate(top):
         stop = top[n + 1] if n + 1 < len(top) else len(lines)
         under = [
@@ -142,8 +153,14 @@ def _fields(lines: list[str]) -> list[tuple[int, int]]:
         ]
         keyed = [i for i in under[:200] if _SUBFIELD.match(lines[i])]
         rows = [i for i in under if not _SUBFIELD.match(lines[i]) and not _CONTINUED.match(lines[i])]
-        out += [(40 + 3 * k + min(n, 30), i) for k, i in enumerate(keyed)]  # `  Kernel Version:  6.10`
-        out += [(40 + 6 * k + min(n, 30), i) for k, i in enumerate(rows[:8])]  # a section's table rows
+        out += [
+            (40 + 3 * k + min(n, 30) + said(i), i) for k, i in enumerate(keyed)
+        ]  # `  Kernel Version:  6.10`
+        out += [
+            (40 + 6 * k + min(n, 30) + said(i), i) for k, i in enumerate(rows[:8])
+        ]  # a section's table rows
+        if len(rows) > 2:  # and its last: the end of a list is read too (`Ready  True` under three `False`s)
+            out.append((46 + min(n, 30), rows[-1]))
         out += [(90 + 6 * k + min(n, 30), i) for k, i in enumerate(under[:5])]  # continuation values
     return out
 
