@@ -58,14 +58,22 @@ def test_a_log_keeps_the_rare_variant_of_a_common_kind_and_the_last_of_a_rare_on
     assert "election took 1210 ms" in out, "the last of a rare template, not only its first"
 
 
-def _describe() -> str:
+def _describe(
+    conditions: int = 3, middle: tuple[str, ...] = (), system: tuple[str, ...] = (), field_tail: str = ""
+) -> str:
+    """A `kubectl describe`-shaped document: `conditions` rows then Ready, `middle` sections,
+    System Info (`system`, else six details and a Runtime Version), fields, a pod table."""
     out = ["Name:               node-a", "Roles:              <none>"]
     out += ["Labels:             a=1"] + [f"                    label-{i}=value-{i}" for i in range(30)]
     out += ["Conditions:", "  Type    Status  Reason", "  ----    ------  ------"]
-    out += [f"  Cond{i}   False   Reason{i}" for i in range(3)] + ["  Ready   True    KubeletIsReady"]
-    out += ["System Info:"] + [f"  Detail Number {i}:   value-{i}" for i in range(6)]
-    out += ["  Runtime Version:    v9.8.7"]
-    out += [f"Field{i}:             value {i}" for i in range(10)]
+    out += [f"  Cond{i}   False   Reason{i}" for i in range(conditions)] + [
+        "  Ready   True    KubeletIsReady"
+    ]
+    out += [*middle, "System Info:"]
+    out += list(system) or [f"  Detail Number {i}:   value-{i}" for i in range(6)] + [
+        "  Runtime Version:    v9.8.7"
+    ]
+    out += [f"Field{i}:             value {i}{field_tail}" for i in range(10)]
     out += ["Pods:               (60 in total)"] + [
         f"  ns  pod-{i:03d}  1 (0%)  2 (0%)  40d" for i in range(60)
     ]
@@ -239,21 +247,19 @@ def test_compiler_errors_come_before_the_notes_under_them() -> None:
 
 
 def test_a_section_keeps_its_last_row_and_ranks_ids_and_repeats_after_news() -> None:
-    out = ["Name:               node-b", "Roles:              <none>"]
-    out += ["Labels:             a=1"] + [f"                    label-{i}=value-{i}" for i in range(30)]
-    out += ["Conditions:", "  Type    Status  Reason", "  ----    ------  ------"]
-    out += [f"  Cond{i}   False   Reason{i}" for i in range(12)] + ["  Ready   True    KubeletIsReady"]
-    out += ["Capacity:"] + [f"  resource-{i}:  {i * 1000}" for i in range(6)]
-    out += ["Allocatable:"] + [f"  resource-{i}:  {i * 1000}" for i in range(6)]
-    out += ["System Info:", "  Machine ID:         18b3f3bfe5aa48e593425a4af64b880c"]
-    out += ["  System UUID:        18b3f3bfe5aa48e593425a4af64b880d"]
-    out += ["  Boot ID:            9493e363-4d8a-4773-a4c1-94346d417c97"]
-    out += [f"  Detail {i}:           value-{i}" for i in range(3)] + ["  Kubelet Version:    v1.31.2"]
-    out += [f"Field{i}:             value {i} " + "w" * 25 for i in range(10)]
-    out += ["Pods:               (60 in total)"] + [
-        f"  ns  pod-{i:03d}  1 (0%)  2 (0%)  40d" for i in range(60)
-    ]
-    text = "\n".join(out)
+    resources = [f"  resource-{i}:  {i * 1000}" for i in range(6)]
+    text = _describe(
+        conditions=12,
+        middle=("Capacity:", *resources, "Allocatable:", *resources),
+        system=(
+            "  Machine ID:         18b3f3bfe5aa48e593425a4af64b880c",
+            "  System UUID:        18b3f3bfe5aa48e593425a4af64b880d",
+            "  Boot ID:            9493e363-4d8a-4773-a4c1-94346d417c97",
+            *(f"  Detail {i}:           value-{i}" for i in range(3)),
+            "  Kubelet Version:    v1.31.2",
+        ),
+        field_tail=" " + "w" * 25,
+    )
     got = compress(text, 2000, pointer=NAME)
     assert detect(text) == "text" and len(got) <= 2000
     assert "KubeletIsReady" in got, "a section's last row"
