@@ -113,11 +113,9 @@ def compress_diff(text: str, budget: int, pointer: str | None) -> str:
     _trim(changes, budget, len(files), *changes)
     for n, i in enumerate(files):
         priorities.append((2 if n in (0, len(files) - 1) else 3, i))
-    for n, i in enumerate(hunks):  # each file's first hunk (after the file's best change) and the last
+    for n, i in enumerate(hunks):  # each file's first (where its changes start) and the last hunk
         if n == len(hunks) - 1 or n == 0 or any(hunks[n - 1] < f < i for f in files):
-            priorities.append(
-                (2 if n == len(hunks) - 1 else 20, i)
-            )  # other hunk headers follow their changes
+            priorities.append((2 if n == len(hunks) - 1 else 5, i))  # other hunk headers follow their changes
     priorities += _ranked_changes(lines, changes)
     kept = {i for _, i in priorities}
     rest = (i for i in range(len(lines)) if i not in kept and not _noise(lines[i]))
