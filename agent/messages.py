@@ -3,6 +3,10 @@
 History is kept exactly as it goes on the wire: no private keys to strip before
 sending, nothing to leak. Bookkeeping (which tool produced a result) is derived from
 the history itself: a `tool_result` answers the `tool_use` with the same id.
+
+The blocks of tools the API runs are `agent.server_blocks`' to handle: a run whose tools all
+run here sees none, so that module loads only once a cheap test finds a block it may act on
+(`_server_side`, `_made_by_code`; in `_dumped`, a block the SDK did not build).
 """
 
 from __future__ import annotations
@@ -16,123 +20,47 @@ from typing import Any
 
 import anthropic.types
 from anthropic.types import Message
-from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from agent.tools import ToolCall
 
 __all__ = [
-    "SERVER_CALLS",
-    "RawBlock",
-    "answered_ids",
     "as_object",
     "assistant_message",
     "blocks",
-    "closing_results",
     "content_text",
     "cut_off_early",
     "deep_copy",
     "final_text",
-    "is_server_call",
-    "is_server_result",
     "opening_messages",
     "reply_turn",
-    "result_type_for",
     "shared_length",
     "stop_detail",
     "text_of",
     "tool_calls",
     "tool_names_by_id",
     "tool_result_block",
-    "unanswered_calls",
     "user_message",
     "visible_text",
 ]
 
 Msg = dict[str, Any]
 
-SERVER_CALLS = frozenset({"server_tool_use", "mcp_tool_use"})
-"""Blocks that call a tool the server runs (the API's own, or a remote MCP server's)."""
-
-_RESULT_TYPES = {
-    "tool_search_tool_regex": "tool_search_tool_result",
-    "tool_search_tool_bm25": "tool_search_tool_result",
-}
-_ERROR_CONTENT = {"mcp_tool_result"}  # results whose error is `is_error` + text, not an error object
+_CLIENT_BLOCKS = frozenset({"text", "thinking", "redacted_thinking", "tool_use"})
+"""The blocks of an assistant turn whose tools all run here. Any other (a server tool's call or
+result, a block the SDK does not model), or a `tool_use` with a `caller` (made by a server
+call's code), may be `agent.server_blocks`' to act on."""
 
 
-class RawBlock(BaseModel):
-    """A reply block of a type the stable SDK does not model (`mcp_tool_use`, `mcp_tool_result`,
-    `compaction`, `advisor_tool_result`, `fallback`, any type to come), as the API sent it.
-
-    The SDK would build it as a `TextBlock` with its type overridden (`text` and `citations`
-    null, the real fields extra, a serializer warning on each dump); this one reads like any
-    block (`block.type`, `block.input`) and goes back to the API as the dict it came as (`wire`)."""
-
-    model_config = ConfigDict(extra="allow")
-    type: str
-    _wire: dict[str, Any] = PrivateAttr(default_factory=dict)
-
-    @classmethod
-    def of(cls, block: Mapping[str, Any]) -> RawBlock:
-        wire = copy.deepcopy(dict(block))
-        made = cls.model_validate(wire)
-        made._wire = wire
-        return made
-
-    def wire(self) -> dict[str, Any]:
-        """The block as the API sent it (a copy), keys in its order."""
-        return copy.deepcopy(self._wire)
-
-
-def is_server_call(block: Mapping[str, Any]) -> bool:
-    return block.get("type") in SERVER_CALLS
-
-
-def is_server_result(block: Mapping[str, Any]) -> bool:
-    kind = block.get("type")
-    return isinstance(kind, str) and kind.endswith("_tool_result") and kind != "tool_result"
-
-
-def result_type_for(call: Mapping[str, Any]) -> str:
-    """The result block type that answers `call` (`web_search` -> `web_search_tool_result`)."""
-    if call.get("type") == "mcp_tool_use":
-        return "mcp_tool_result"
-    name = str(call.get("name", ""))
-    return _RESULT_TYPES.get(name, f"{name}_tool_result")
-
-
-def _content(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    content = message.get("content")
-    return [b for b in content if isinstance(b, Mapping)] if isinstance(content, list) else []
-
-
-def unanswered_calls(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Server calls in `messages` with no result anywhere in them, in order (left open by a
-    paused or cut-off turn, or a call in flight while the client's tools ran)."""
-    found = [b for m in messages if m.get("role") == "assistant" for b in _content(m)]
-    answered = {b.get("tool_use_id") for b in found if is_server_result(b)}
-    return [dict(b) for b in found if is_server_call(b) and b.get("id") not in answered]
-
-
-def answered_ids(messages: Sequence[Mapping[str, Any]]) -> set[str]:
-    """Ids of the server calls in `messages` (what a later result may answer)."""
-    found = [b for m in messages if m.get("role") == "assistant" for b in _content(m)]
-    return {str(b.get("id")) for b in found if is_server_call(b)}
-
-
-def closing_results(calls: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One "unavailable" error result per call, in the API's own shape: the honest answer for
-    a server call that never got one, so the history stays valid to continue."""
-    results = []
-    for call in calls:
-        kind = result_type_for(call)
-        block: dict[str, Any] = {"type": kind, "tool_use_id": call.get("id")}
-        if kind in _ERROR_CONTENT:
-            block |= {"is_error": True, "content": "not run: the turn ended before this call finished"}
-        else:
-            block["content"] = {"type": f"{kind}_error", "error_code": "unavailable"}
-        results.append(block)
-    return results
+def _server_side(messages: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether an assistant turn in `messages` holds a block outside `_CLIENT_BLOCKS`: the test
+    before loading `agent.server_blocks`, true for every block it reads (it reads only the
+    blocks of assistant turns' content lists) and for some it leaves alone."""
+    return any(
+        isinstance(b, Mapping) and (b.get("type") not in _CLIENT_BLOCKS or "caller" in b)
+        for m in messages
+        if m.get("role") == "assistant" and isinstance(m.get("content"), list)
+        for b in m["content"]
+    )
 
 
 def user_message(text: str) -> Msg:
@@ -181,7 +109,7 @@ def assistant_message(
     its result stay or go as a pair; a `tool_use` made by a server call's code (its `caller`,
     programmatic tool calling) stays or goes with that call. `after` is the history this turn
     follows: a result here may answer a call made there; a call there still unanswered gets
-    `closing_results`.
+    `closing_results` (`agent.server_blocks.whole_pairs`).
     """
     return _assistant(response, _unique_ids(response, after), drop_tool_uses, after)
 
@@ -201,16 +129,26 @@ def _assistant(
             continue  # the API rejects empty text blocks
         dumped = _dumped(block)
         if block.type == "tool_use":
-            if drop_tool_uses and _code_caller(dumped) is None:
-                continue  # a call made by code goes with its code's call (`_whole_server_pairs`)
+            if drop_tool_uses and not _made_by_code(dumped):
+                continue  # a call made by code goes with its code's call (`whole_pairs`)
             dumped["id"] = ids[index]
             dumped["input"] = as_object(dumped.get("input"))
         content.append(dumped)
-    if drop_tool_uses:
-        content = _whole_server_pairs(content, answered_ids(after))
-        answered = {b.get("tool_use_id") for b in content if is_server_result(b)}
-        content += closing_results(c for c in unanswered_calls(after) if c.get("id") not in answered)
+    if drop_tool_uses and _server_side([{"role": "assistant", "content": content}, *after]):
+        from agent.server_blocks import whole_pairs  # loaded by the runs that use a server tool
+
+        content = whole_pairs(content, after)
     return {"role": "assistant", "content": content} if content else None
+
+
+def _made_by_code(call: Mapping[str, Any]) -> bool:
+    """A `tool_use` made by a server call's code (`agent.server_blocks.code_caller`); one with
+    no `caller` is the model's own, known without loading that module."""
+    if "caller" not in call:
+        return False
+    from agent.server_blocks import code_caller  # loaded by the runs that use a server tool
+
+    return code_caller(call) is not None
 
 
 TOOL_USE_ID = re.compile(r"[a-zA-Z0-9_-]+")
@@ -220,15 +158,18 @@ TOOL_USE_ID = re.compile(r"[a-zA-Z0-9_-]+")
 def _dumped(block: Any) -> dict[str, Any]:
     """A reply block as the wire carries it back: the fields the API sent (`exclude_unset`: never
     a default it did not send), its nulls where the request type requires the key (`_drop_nulls`);
-    a `RawBlock` as its dict. A `tool_use` whose input is not an object,
+    a `RawBlock` (`agent.server_blocks`) as its dict. A `tool_use` whose input is not an object,
     or nests too deep to serialise, goes back with `{}` (its call gets an error result; the
     history stays valid). A non-object is swapped before dumping: the SDK builds replies
     unvalidated, and pydantic would warn on serialising an input its `dict` field does not expect."""
-    if isinstance(block, RawBlock):
-        wire = block.wire()
-        if "input" in wire and not isinstance(wire["input"], Mapping):
-            wire["input"] = {}  # a streamed input whose JSON did not parse
-        return wire
+    if not isinstance(block, anthropic.BaseModel):  # not the SDK's: a `RawBlock`, maybe
+        from agent.server_blocks import RawBlock  # loaded by the replies that hold one
+
+        if isinstance(block, RawBlock):
+            wire = block.wire()
+            if "input" in wire and not isinstance(wire["input"], Mapping):
+                wire["input"] = {}  # a streamed input whose JSON did not parse
+            return wire
     if block.type == "tool_use" and not isinstance(block.input, Mapping):
         block = block.model_copy(update={"input": {}})
     try:
@@ -316,31 +257,6 @@ def _unique_ids(response: Message, after: Sequence[Msg] = ()) -> dict[int, str]:
     return ids
 
 
-def _whole_server_pairs(content: list[dict[str, Any]], earlier: set[str]) -> list[dict[str, Any]]:
-    """`content` without server calls lacking their result, nor results lacking their call, nor
-    client calls made by the code of a call that went (programmatic tool calling)."""
-    calls = {b.get("id") for b in content if b.get("type") in SERVER_CALLS} | earlier
-    answered = {b.get("tool_use_id") for b in content if is_server_result(b)}
-    kept = [
-        b
-        for b in content
-        if not (b.get("type") in SERVER_CALLS and b.get("id") not in answered)
-        and not (is_server_result(b) and b.get("tool_use_id") not in calls)
-    ]
-    running = {b.get("id") for b in kept if b.get("type") in SERVER_CALLS} | earlier | {None}
-    return [b for b in kept if b.get("type") != "tool_use" or _code_caller(b) in running]
-
-
-def _code_caller(block: Mapping[str, Any]) -> str | None:
-    """The id of the server call whose code made this client call (`caller`, programmatic tool
-    calling), or None for a call the model made itself. Such a call is part of its code's run,
-    so it is sent back as it came, a final turn's included."""
-    caller = block.get("caller")
-    if isinstance(caller, Mapping) and caller.get("type") not in (None, "direct"):
-        return str(caller.get("tool_id"))
-    return None
-
-
 def as_object(value: Any) -> dict[str, Any]:
     """A call's input as the wire must carry it: the object, or `{}` (the call gets an error result)."""
     return dict(value) if isinstance(value, Mapping) else {}
@@ -405,10 +321,13 @@ def opening_messages(history: Sequence[Msg], prompt: str, *, tools_declared: boo
     opening = user_message(prompt)
     if earlier and earlier[-1]["role"] == "assistant":
         last = earlier[-1]
-        open_calls = unanswered_calls(earlier)
-        if open_calls:  # a paused turn handed over: its server calls can no longer be continued
-            last = {**last, "content": [*last["content"], *closing_results(open_calls)]}
-            earlier[-1] = last
+        if _server_side(earlier):  # a server tool's blocks: loaded by the runs that use one
+            from agent.server_blocks import closing_results, unanswered_calls
+
+            open_calls = unanswered_calls(earlier)
+            if open_calls:  # a paused turn handed over: its server calls can no longer be continued
+                last = {**last, "content": [*last["content"], *closing_results(open_calls)]}
+                earlier[-1] = last
         pending = [b["id"] for b in last["content"] if b.get("type") == "tool_use"]
         answers = [tool_result_block(i, UNANSWERED, is_error=True) for i in pending]
         opening = {"role": "user", "content": [*answers, *opening["content"]]}

@@ -16,8 +16,9 @@ JSON inputs as the API defines them, any other delta's fields appended to (strin
 its block, every field of `message_delta` set on the message. A null in a delta never erases a
 value the stream gave before (the SDK keeps `message_start`'s `container` so too). `message`
 builds the `Message` both paths return: the SDK's own types for the blocks its stable
-`ContentBlock` models, the API's dict (`agent.messages.RawBlock`) for any other block (a type
-the SDK does not know, or a value its type cannot hold).
+`ContentBlock` models, the API's dict (`agent.server_blocks.RawBlock`, in that module's `Reply`)
+for any other block (a type the SDK does not know, or a value its type cannot hold): that
+module loads only for a reply holding such a block.
 """
 
 from __future__ import annotations
@@ -32,9 +33,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from anthropic.types import ContentBlock, Message
 
-from agent.messages import RawBlock
-
-__all__ = ["MODELED_BLOCKS", "Reply", "ReplyStream", "message"]
+__all__ = ["MODELED_BLOCKS", "ReplyStream", "message"]
 
 
 def _checks(model: Any) -> list[tuple[str, Callable[[Any], bool]]]:
@@ -76,13 +75,6 @@ _LINE_END = re.compile(rb"\r\n|\r|\n")
 _DELTA_TEXT = {"text_delta": "text", "thinking_delta": "thinking"}
 
 
-class Reply(Message):
-    """A `Message` holding blocks the stable SDK does not model: its `content` declares
-    `RawBlock` too, so the whole reply dumps as the API sent it, without serializer warnings."""
-
-    content: list[ContentBlock | RawBlock]  # type: ignore[assignment]
-
-
 def message(raw: dict[str, Any]) -> Message:
     """The `Message` of a reply body: built as the SDK builds a JSON reply (unvalidated, so
     every field the API sent is kept and `model_fields_set` says which it sent); a `Reply`, each
@@ -90,6 +82,8 @@ def message(raw: dict[str, Any]) -> Message:
     content = raw.get("content")
     if not (isinstance(content, list) and any(_unmodeled(b) for b in content)):
         return Message.model_construct(**raw)
+    from agent.server_blocks import RawBlock, Reply  # loaded by the replies that hold such a block
+
     modeled = Message.model_construct(content=[b for b in content if not _unmodeled(b)]).content
     built = Reply.model_construct(**{**raw, "content": []})
     rest = iter(modeled)

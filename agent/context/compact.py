@@ -27,7 +27,8 @@ from typing import Any
 from agent.context.prune import PointerFor, Protected, call_signature, prune
 from agent.errors import BudgetExceeded
 from agent.memory import MEMORY_NOTE_PREFIX
-from agent.messages import Msg, blocks, content_text, is_server_call, is_server_result, tool_names_by_id
+from agent.messages import Msg, blocks, content_text, tool_names_by_id
+from agent.server_blocks import is_server_call, is_server_result
 
 __all__ = [
     "SUMMARY_PROMPT",

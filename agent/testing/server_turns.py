@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.messages import is_server_call, is_server_result
+from agent.server_blocks import is_server_call, is_server_result
 
 __all__ = ["CODE_TOOLS", "Containers", "check_declared", "link_callers", "name_calls", "server_usage"]
 

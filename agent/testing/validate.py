@@ -50,8 +50,8 @@ from anthropic._constants import ANTHROPIC_API_VERSION as API_VERSION
 from anthropic.types import JSONOutputFormatParam
 
 from agent.context.cache import count_breakpoints
-from agent.messages import is_server_call, is_server_result, result_type_for
 from agent.models import MODELS, THINKING_TYPES, ModelTable
+from agent.server_blocks import is_server_call, is_server_result, result_type_for
 from agent.testing.deferred import check_deferred
 from agent.testing.mcp_blocks import check_connector
 from agent.testing.wire_shapes import check_shape

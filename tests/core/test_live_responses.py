@@ -29,8 +29,9 @@ import pytest
 from anthropic.types import Message
 
 from agent import messages as wire
+from agent import server_blocks
 from agent.anthropic_llm import AnthropicLLM, AsyncAnthropicLLM, StreamCutOff
-from agent.messages import RawBlock
+from agent.server_blocks import RawBlock
 from agent.stream import ReplyStream
 from agent.testing import validate_request
 from agent.testing.validate import LEGACY_API_VERSION
@@ -474,8 +475,8 @@ def differences(
     made: Counter[str] = Counter()
     wrong: list[str] = []
     nulls: list[tuple[dict[str, Any], str]] = []
-    results = {b.get("tool_use_id") for b in sent if wire.is_server_result(b)}
-    calls = {b.get("id") for b in sent if wire.is_server_call(b)} | earlier
+    results = {b.get("tool_use_id") for b in sent if server_blocks.is_server_result(b)}
+    calls = {b.get("id") for b in sent if server_blocks.is_server_call(b)} | earlier
     at = 0
     for block in sent:
         there = kept[at] if at < len(kept) else None
@@ -487,16 +488,16 @@ def differences(
             made["empty text block left out (the API refuses it back)"] += 1
         elif final and block.get("type") == "tool_use" and code_caller(block) is None:
             made["call left out of a turn that ends the run (never run)"] += 1
-        elif final and wire.is_server_call(block) and block.get("id") not in results:
+        elif final and server_blocks.is_server_call(block) and block.get("id") not in results:
             made["server call left out of a final turn without its result"] += 1
-        elif final and wire.is_server_result(block) and block.get("tool_use_id") not in calls:
+        elif final and server_blocks.is_server_result(block) and block.get("tool_use_id") not in calls:
             made["server result left out of a final turn without its call"] += 1
         else:
             wrong.append(
                 f"block {block.get('type')} missing or changed: {str(block)[:300]} vs {str(there)[:300]}"
             )
     for block in kept[at:]:
-        if final and wire.is_server_result(block) and block.get("tool_use_id") in earlier:
+        if final and server_blocks.is_server_result(block) and block.get("tool_use_id") in earlier:
             made["an earlier call left unanswered closed with the API's 'unavailable' result"] += 1
         else:
             wrong.append(f"block added: {str(block)[:200]}")
@@ -593,7 +594,7 @@ def test_every_recorded_reply_round_trips() -> None:
             for m in base
             if m.get("role") == "assistant"
             for b in wire.blocks(m)
-            if wire.is_server_call(b)
+            if server_blocks.is_server_call(b)
         }
         kept, wrong = differences(sent["content"], (turn or {}).get("content", []), final, earlier)
         problems += wrong

@@ -23,8 +23,9 @@ from agent.ext.server_tools import (
     web_fetch,
     web_search,
 )
-from agent.messages import assistant_message, closing_results, opening_messages, unanswered_calls
+from agent.messages import assistant_message, opening_messages
 from agent.models import ServerToolFees
+from agent.server_blocks import closing_results, unanswered_calls
 from agent.testing import ScriptedLLM, reply, server_call, tool_use, validate_request
 from agent.testing.wire_shapes import check_shape
 

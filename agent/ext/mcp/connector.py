@@ -3,7 +3,7 @@
 Nothing runs here: the request names each server (`mcp_servers`) and a toolset for it in
 `tools` (`{"type": "mcp_toolset", "mcp_server_name": ...}`), under the beta header; the
 model's calls come back as `mcp_tool_use` / `mcp_tool_result` blocks in the assistant
-turn, which the loop keeps as they are (`agent.messages`). `McpConnector`'s request hook
+turn, which the loop keeps as they are (`agent.server_blocks`). `McpConnector`'s request hook
 adds them (`add_connector`). For local servers, or any server the API cannot reach, use
 `mcp_tools` instead.
 """

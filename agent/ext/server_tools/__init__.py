@@ -5,7 +5,7 @@
 The API runs these itself, inside one model turn: the response carries a
 `server_tool_use` block and its `*_tool_result` block side by side in the assistant
 content, and the loop has nothing to execute. The core knows what any server tool needs
-(`agent.tools.ServerTool`: declared as given, its beta headers sent; `agent.messages`:
+(`agent.tools.ServerTool`: declared as given, its beta headers sent; `agent.server_blocks`:
 a call and its result kept one pair). What lives here is what the common ones need:
 
 * **Definitions.** `web_search`, `web_fetch` and `code_execution` build the versioned
