@@ -111,7 +111,7 @@ class AgentConfig:
     """The model seam; None builds `AnthropicLLM()` from the environment."""
     model_retries: int | None = None
     """Retries of a failed model call (timeout, lost connection, 408/409/429/5xx), each budget-checked
-    and its possible cost counted (`agent.accounting`); None takes the `llm`'s `max_retries`, else 2."""
+    and its possible cost counted (`agent.retries`); None takes the `llm`'s `max_retries`, else 2."""
     max_steps: int = 20
     """Most model calls in one run; one more raises `StepBudgetExceeded`."""
     max_tokens: int | None = None
