@@ -5,7 +5,7 @@ own retries are off, see `AnthropicLLM.without_retries`) because the SDK's retri
 invisible: a call that timed out twice and then succeeded reports one usage, while the
 server may have billed three. So every failed attempt the server may have billed is booked
 at a conservative estimate, and the budgets are checked again before each retry: a budget
-is overshot by at most one call.
+is overshot by at most one call (`agent.retries`, loaded at a call's first failure).
 
 Each answer is booked: its usage priced and logged, the token calibration corrected, the
 hidden size of new thinking blocks noted, and the prefix guard told (so a silent cache miss
@@ -14,17 +14,14 @@ gets a reason). An answer that carries no usage is estimated, never booked as fr
 
 from __future__ import annotations
 
-import asyncio
 import itertools
-import json
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-import anthropic
 from anthropic.types import Message
 from anthropic.types import Usage as SDKUsage
 
@@ -34,92 +31,25 @@ from agent.errors import MissingAPIKey, ModelCallFailed
 from agent.events import Event, emit
 from agent.llm import LLM
 from agent.messages import final_text, text_of
-from agent.models import ModelInfo, Price
+from agent.models import ModelInfo
 from agent.render import redact
 from agent.state import check_budgets
 from agent.steps import ask
-from agent.usage import Usage, billed_iterations
+from agent.usage import ImpossibleUsage, Usage, billed_iterations
 
 if TYPE_CHECKING:
     from agent.config import AgentConfig
     from agent.state import RunState
 
 __all__ = [
-    "MAX_BACKOFF_S",
     "ImpossibleUsage",
-    "backoff_seconds",
     "book_answer",
-    "book_failed_attempt",
     "book_usage",
     "call_with_retries",
     "check_usage",
-    "estimated_attempt",
     "larger_budget",
-    "may_be_billed",
-    "retryable",
     "summarizer",
 ]
-
-MAX_BACKOFF_S = 8.0
-MAX_RETRY_AFTER_S = 60.0
-RETRY_STATUSES = frozenset({408, 409, 429})
-DEFAULT_OUTPUT_GUESS = 1024
-
-
-class ImpossibleUsage(ValueError):
-    """A token count no server could mean (negative, fractional, NaN, not a number). Booked as
-    it stands, -50M tokens is a $250 refund no dollar budget would stop; so the answer counts
-    as unreadable: retried, its cost estimated, never free."""
-
-
-_UNREADABLE_OR_LOST = (
-    anthropic.APIConnectionError,
-    anthropic.APIResponseValidationError,
-    json.JSONDecodeError,
-    ImpossibleUsage,
-)
-
-
-def retryable(error: BaseException) -> bool:
-    """A lost or unreadable answer, or a transient status: a 400 or 401 will fail the same way again."""
-    if may_be_billed(error):
-        return True
-    if isinstance(error, anthropic.APIStatusError):
-        return error.status_code in RETRY_STATUSES or error.status_code >= 500
-    return False
-
-
-def may_be_billed(error: BaseException) -> bool:
-    """The request went out and the answer was lost or unreadable, so the server may have done
-    (and billed) the work. An error status is an answer the API does not bill."""
-    return isinstance(error, _UNREADABLE_OR_LOST)
-
-
-def backoff_seconds(error: BaseException, attempt: int) -> float:
-    """The server's `retry-after` when it sent one (capped), else exponential from 0.5 s."""
-    response = getattr(error, "response", None)
-    header = response.headers.get("retry-after") if response is not None else None
-    if header is not None:
-        try:
-            return min(MAX_RETRY_AFTER_S, max(0.0, float(header)))
-        except ValueError:
-            pass
-    return min(MAX_BACKOFF_S, 0.5 * 2.0**attempt)
-
-
-def estimated_attempt(
-    step: int, model: str, prompt_tokens: int, earlier: Sequence[Usage], price: Price | None, max_tokens: int
-) -> Usage:
-    """A conservative usage for a failed attempt that may have been billed: the whole prompt at
-    the dearest input price, and the run's largest step output."""
-    outputs = [u.output for u in earlier if u.purpose == "step"]
-    output = min(max_tokens, max(outputs) if outputs else DEFAULT_OUTPUT_GUESS)
-    cost = None
-    if price is not None:
-        dearest = max(price.input, price.cache_write_5m, price.cache_write_1h)
-        cost = (prompt_tokens * dearest + output * price.output) / 1e6
-    return Usage(step, model, None, prompt_tokens, 0, 0, output, cost, purpose="failed_attempt")
-
 
 log = logging.getLogger("agent")
 
@@ -127,17 +57,6 @@ log = logging.getLogger("agent")
 def book_usage(config: AgentConfig, state: RunState, record: Usage) -> None:
     """Add one usage record to the run (and to the JSONL usage log, if there is one)."""
     state.usage.add(record, Path(config.usage_log) if config.usage_log else None, state.run_id)
-
-
-def book_failed_attempt(
-    config: AgentConfig, request: Mapping[str, Any], state: RunState, raw: int | None = None
-) -> None:
-    """Book a failed attempt that the server may have billed, at `estimated_attempt`'s estimate."""
-    model = request["model"]
-    prompt = state.calibration.estimate(request, raw)
-    price = config.models.price(model)
-    estimate = estimated_attempt(state.step, model, prompt, state.usage.steps, price, request["max_tokens"])
-    book_usage(config, state, estimate)
 
 
 def book_answer(
@@ -213,7 +132,9 @@ async def call_with_retries(config: AgentConfig, request: dict[str, Any], state:
             error.result = state.result(final_text(state.messages), "error")
             raise error.with_traceback(None) from None
         except Exception as error:
-            if not await _retry_after(config, error, attempt, request, state, raw):
+            from agent.retries import _retry_after  # loaded by the runs whose model call fails
+
+            if not await _retry_after(config, error, attempt, request, state, raw, book_usage):
                 raise ModelCallFailed(
                     redact(f"model call failed at step {state.step}: {type(error).__name__}: {error}"),
                     state.result(final_text(state.messages), "error"),
@@ -248,22 +169,6 @@ async def _send(config: AgentConfig, request: dict[str, Any], state: RunState) -
         emit(callback, Event("thinking" if kind == "thinking" else "text", step, text))
 
     return await ask(cast(LLM, config.llm), request, None if callback is None else on_delta)
-
-
-async def _retry_after(
-    config: AgentConfig, error: Exception, attempt: int, request: dict[str, Any], state: RunState, raw: int
-) -> bool:
-    """Book what a failed attempt may have cost, then say whether to try again."""
-    if may_be_billed(error):
-        book_failed_attempt(config, request, state, raw)
-    if not retryable(error) or attempt >= (config.model_retries or 0):
-        return False
-    wait = backoff_seconds(error, attempt)
-    failure, tries = redact(f"{type(error).__name__}: {error}"), f"{attempt + 1} of {config.model_retries}"
-    log.warning("[step %d] model call failed (%s); retry %s in %.1f s", state.step, failure, tries, wait)
-    check_budgets(request, state, config.budget_policy(), raw)
-    await asyncio.sleep(wait)
-    return True
 
 
 def larger_budget(request: Mapping[str, Any], info: ModelInfo | None, step: int) -> int | None:

@@ -7,25 +7,22 @@ beyond the core takes its options on its own `Extension`, never here.
 
 Mistakes that would otherwise do nothing (a keep path no result can match, `keep_fields` for a
 tool the agent lacks, a subclass attribute spelled `systme`) raise nowhere, so each gets a
-WARNING on the `agent` logger when the agent or subclass is built. Wrong option *types* are
-errors instead (`AgentConfig.validate`): they would fail later, less clearly.
+WARNING on the `agent` logger when the agent or subclass is built (keep paths:
+`agent.context.keep_paths`). Wrong option *types* are errors instead (`AgentConfig.validate`):
+they would fail later, less clearly.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import itertools
 import logging
 import math
-import types
-import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
 from typing_extensions import dataclass_transform
 
 from agent.context.cache import min_cacheable_tokens
@@ -47,94 +44,9 @@ if TYPE_CHECKING:
     from agent.memory import Memory
     from agent.state import RunState
 
-__all__ = ["AgentConfig", "check_keep_paths", "check_subclass", "check_tools", "result_fields"]
+__all__ = ["AgentConfig", "check_subclass"]
 
 log = logging.getLogger("agent")
-
-Fields = dict[str, "Fields | None"]
-"""Field name -> its own fields (None: not known)."""
-
-
-def result_fields(annotation: Any, depth: int = 0) -> Fields | None:
-    """The fields a value of this type has, as a tree; None when the type does not say (`dict`, `Any`)."""
-    if depth > 8 or annotation is None or annotation is inspect.Signature.empty:
-        return None
-    origin = typing.get_origin(annotation)
-    args = typing.get_args(annotation)
-    if origin is typing.Annotated:
-        return result_fields(args[0], depth)
-    if origin in (Union, types.UnionType):
-        merged: Fields = {}
-        for member in args:
-            if member is type(None):
-                continue
-            fields = result_fields(member, depth)
-            if fields is None:
-                return None
-            merged.update(fields)
-        return merged
-    if origin in (list, tuple, set, frozenset, Sequence) or origin is getattr(typing, "Sequence", None):
-        items = [a for a in args if a is not Ellipsis]
-        return result_fields(items[0], depth) if len(items) == 1 else None
-    if not isinstance(annotation, type):
-        return None
-    try:
-        if typing.is_typeddict(annotation):
-            hints = typing.get_type_hints(annotation)
-        elif dataclasses.is_dataclass(annotation):
-            resolved = typing.get_type_hints(annotation)
-            hints = {f.name: resolved.get(f.name, f.type) for f in dataclasses.fields(annotation)}
-        elif issubclass(annotation, BaseModel):
-            hints = {name: info.annotation for name, info in annotation.model_fields.items()}
-        else:
-            return None
-    except Exception:  # an unresolvable forward reference: nothing to check against
-        return None
-    return {name: result_fields(hint, depth + 1) for name, hint in hints.items()}
-
-
-def check_keep_paths(tool_: Tool, keep: Sequence[str], source: str) -> None:
-    """Warn about each keep path that names a field the tool's result cannot have."""
-    try:
-        annotation = typing.get_type_hints(tool_.fn).get("return")
-    except Exception:  # a partial, a callable object, an unresolvable hint: nothing to check against
-        annotation = None
-    fields = result_fields(annotation)
-    for path in keep:
-        known: Fields | None = fields
-        for part in str(path).split("."):
-            if known is None:
-                break
-            if part not in known:
-                log.warning(
-                    "%s for tool %s: %r can never match: its result has no field %r%s (fields: %s)",
-                    source,
-                    tool_.name,
-                    path,
-                    part,
-                    did_you_mean(part, known),
-                    ", ".join(known) or "none",
-                )
-                break
-            known = known[part]
-
-
-def check_tools(tools: Iterable[Tool], keep_fields: Mapping[str, Sequence[str]]) -> None:
-    """Keep paths against what each tool returns, and `keep_fields` against the tool names."""
-    by_name = {t.name: t for t in tools}
-    for tool_ in by_name.values():
-        if tool_.keep is not None and tool_.name not in keep_fields:
-            check_keep_paths(tool_, tool_.keep, "@tool(keep=...)")
-    for name, keep in keep_fields.items():
-        if name in by_name:
-            check_keep_paths(by_name[name], keep, "keep_fields")
-        else:
-            log.warning(
-                "keep_fields names %r, not one of this agent's tools%s: it is never read (tools: %s)",
-                name,
-                did_you_mean(name, by_name),
-                ", ".join(sorted(by_name)) or "none",
-            )
 
 
 def check_subclass(cls: type, options: Iterable[str]) -> None:
@@ -199,7 +111,7 @@ class AgentConfig:
     """The model seam; None builds `AnthropicLLM()` from the environment."""
     model_retries: int | None = None
     """Retries of a failed model call (timeout, lost connection, 408/409/429/5xx), each budget-checked
-    and its possible cost counted (`agent.accounting`); None takes the `llm`'s `max_retries`, else 2."""
+    and its possible cost counted (`agent.retries`); None takes the `llm`'s `max_retries`, else 2."""
     max_steps: int = 20
     """Most model calls in one run; one more raises `StepBudgetExceeded`."""
     max_tokens: int | None = None
@@ -285,7 +197,10 @@ class AgentConfig:
         for ext in self.extensions:
             declared = ext.tools(declared)
         self.registry = ToolRegistry(declared, default_timeout=self.tool_timeout)
-        check_tools(self.registry, self.keep_fields)
+        if self.keep_fields or any(t.keep is not None for t in self.registry):
+            from agent.context.keep_paths import check_tools  # loaded by the agents that keep fields
+
+            check_tools(self.registry, self.keep_fields)
         if self.llm is None:
             from agent.anthropic_llm import AnthropicLLM  # loaded by the runs that use it
 

@@ -29,6 +29,7 @@ from agent.models import MODELS, ModelTable, Price
 __all__ = [
     "BATCH_PRICE_FACTOR",
     "PRICES",
+    "ImpossibleUsage",
     "Price",
     "RunUsage",
     "Usage",
@@ -72,6 +73,12 @@ def cost_of(usage: Mapping[str, Any], price: Price) -> float:
 
 
 _COUNTS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
+class ImpossibleUsage(ValueError):
+    """A token count no server could mean (negative, fractional, NaN, not a number). Booked as
+    it stands, -50M tokens is a $250 refund no dollar budget would stop; so the answer counts
+    as unreadable: retried, its cost estimated, never free."""
 
 
 def billed_iterations(usage: Any) -> list[dict[str, Any]]:

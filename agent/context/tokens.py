@@ -75,42 +75,6 @@ def estimate_tokens(value: Any, chars_per_token: float = CHARS_PER_TOKEN) -> int
     return math.ceil(_chars(value) / chars_per_token)
 
 
-LOADING_BLOCKS = ("tool_result", "tool_search_tool_result")
-"""Blocks whose `tool_reference`s load deferred tools (a client search's result, the server's)."""
-
-
-def _loaded_names(messages: Any) -> set[Any]:
-    """Tool names the `tool_reference`s of `messages` load (plain dicts are recognised before
-    the slower abstract check: every block is read at each estimate)."""
-    loaded: set[Any] = set()
-    for message in messages:
-        content = message.get("content") if type(message) is dict or isinstance(message, Mapping) else None
-        for block in content if isinstance(content, list) else ():
-            if (type(block) is dict or isinstance(block, Mapping)) and block.get("type") in LOADING_BLOCKS:
-                loaded.update(_references(block.get("content")))
-    return loaded
-
-
-def _references(inner: Any) -> list[Any]:
-    """The names a loading block lists (the server's result lists them under `tool_references`)."""
-    if isinstance(inner, str):
-        return []
-    refs = inner.get("tool_references") if isinstance(inner, Mapping) else inner
-    return [r.get("tool_name") for r in refs if isinstance(r, Mapping)] if isinstance(refs, list) else []
-
-
-def _unloaded_deferred(request: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The `"defer_loading": true` declarations no `tool_reference` in the messages loads."""
-    tools = request.get("tools")
-    if not isinstance(tools, list):
-        return []
-    deferred = [t for t in tools if isinstance(t, Mapping) and t.get("defer_loading") is True]
-    if not deferred:
-        return []
-    loaded = _loaded_names(request.get("messages") or ())
-    return [t for t in deferred if t.get("name") not in loaded]
-
-
 def reaches(values: Iterable[Any], tokens: float) -> bool:
     """Whether the values' estimate together reaches `tokens`, encoding no more of them than it
     takes: asking whether a prompt passes its first thousand tokens should not encode all of it."""
@@ -122,13 +86,22 @@ def reaches(values: Iterable[Any], tokens: float) -> bool:
     return False
 
 
+def _defers(tools: Any) -> bool:
+    """Whether a request's `tools` hold a `"defer_loading": true` declaration (tool search's)."""
+    return isinstance(tools, list) and any(
+        isinstance(t, Mapping) and t.get("defer_loading") is True for t in tools
+    )
+
+
 def prompt_estimate(request: Any) -> int:
     """`estimate_tokens` of a request as the model reads it: a deferred tool declaration is in
     the body but not in the prompt until a `tool_reference` loads it, so unloaded ones are left out."""
     raw = estimate_tokens(request)
-    if not isinstance(request, Mapping):
+    if not isinstance(request, Mapping) or not _defers(request.get("tools")):
         return raw
-    unloaded = _unloaded_deferred(request)
+    from agent.context.deferred import unloaded_deferred  # loaded by the runs that defer tools
+
+    unloaded = unloaded_deferred(request)
     return raw - math.ceil(_chars(unloaded) / CHARS_PER_TOKEN) if unloaded else raw
 
 

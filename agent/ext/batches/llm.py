@@ -11,7 +11,7 @@ create call applies to every request in it. The other beta body keys (`mcp_serve
 `context_management`) are plain JSON inside `params`, so they go as they are.
 
 Why its errors look as they do: the loop retries a call by what it raised
-(`agent.accounting.retryable`), and a batch's requests fail one by one, after the HTTP call
+(`agent.retries.retryable`), and a batch's requests fail one by one, after the HTTP call
 that created the batch succeeded. So each failed result is raised as the error the same
 request would have raised alone: `errored` as an `APIStatusError` with the status of its
 error type (400 for `invalid_request_error`: not retried; 529 for `overloaded_error`:

@@ -2,7 +2,7 @@
 
 A step's output is stored (pickled) in the system database, so it must be plain data:
 the `Message` is stored as its JSON dump, and a failed attempt as a small record from
-which the same kind of SDK error is rebuilt outside the step (`agent.accounting` decides on
+which the same kind of SDK error is rebuilt outside the step (`agent.retries` decides on
 the error's type and status, so a replayed failure is retried or not exactly as the
 first time; an SDK exception itself holds an HTTP response and does not pickle).
 
@@ -24,7 +24,7 @@ import anthropic
 import httpx2 as httpx
 from anthropic.types import Message
 
-from agent.accounting import backoff_seconds, may_be_billed
+from agent.retries import backoff_seconds, may_be_billed
 
 __all__ = ["MAX_RATE_LIMIT_WAITS", "RATE_GATE", "RateGate", "as_record", "rebuild_error", "rebuild_message"]
 
@@ -88,7 +88,7 @@ async def acall_through_gate(create: Callable[[], Awaitable[Message]]) -> dict[s
 
 
 def as_record(error: BaseException) -> dict[str, Any]:
-    """A failed attempt as plain data: enough to rebuild an error `agent.accounting` judges alike."""
+    """A failed attempt as plain data: enough to rebuild an error `agent.retries` judges alike."""
     record: dict[str, Any] = {"error": str(error)[:2000], "type": type(error).__name__}
     if isinstance(error, anthropic.APIStatusError):
         retry_after = error.response.headers.get("retry-after")
