@@ -3,7 +3,8 @@
 Each test fails when its rule is taken out: records briefed by the kinds they show rather
 than in document order, a record known only by its id briefed with whom it is about, a
 level refined between two ladder steps so the budget is spent, and a nested list out of the
-brief's reach still briefed rather than shown whole.
+brief's reach still briefed rather than shown whole, and a wide object's small containers
+kept before its large ones.
 """
 
 from __future__ import annotations
@@ -133,3 +134,19 @@ def test_a_list_of_words_past_the_depth_shown_keeps_its_first_and_last() -> None
     out = compress(json.dumps(package), 1_500, pointer="x")
     assert len(out) <= 1_500 and "[12 items]" not in out  # deep files make the view shallow
     assert "dependency-0>=0.0" in out and "dependency-11>=11.0" in out
+
+
+def test_a_wide_object_keeps_its_small_containers_before_its_large_ones() -> None:
+    """A package document: a large `scripts` map early, the small maps an agent reads
+    (`dependencies`, `engines`) late. Past the keys a level shows, the smaller go in first."""
+    package: dict[str, Any] = {"name": "pkg", "version": "1.2.3"}
+    package["scripts"] = {f"build:step{n}": f"node scripts/build.js --step {n} --verbose" for n in range(60)}
+    package |= {f"field{n}": f"value number {n}" for n in range(30)}
+    package["dependencies"] = {"left-pad": "^1.3.0", "ms": "^2.1.3"}
+    package["engines"] = {"node": ">=18"}
+    package["dist"] = {"tarball": "https://registry.example.org/pkg/-/pkg-1.2.3.tgz"}
+    out = compress(json.dumps(package, indent=2), 2_000, pointer="x")
+    assert len(out) <= 2_000
+    parsed = json.loads(out)
+    assert parsed["dependencies"] == {"left-pad": "^1.3.0", "ms": "^2.1.3"}
+    assert parsed["engines"] == {"node": ">=18"}

@@ -158,7 +158,8 @@ class _Viewer:
     def _chosen(self, data: Mapping[Any, Any], keys: list[Any]) -> list[bool]:
         """Which keys of a dict wider than the level shows: by value, not document order. Every
         short scalar (a count, a flag, a name: cheap, and what is read) up to twice the level's keys,
-        the priority and id keys, the last key, then the other keys in order up to half the level's,
+        the priority and id keys, the last key, then the other keys, the smallest first (a package's
+        two `dependencies` say more than the tenth of its sixty `scripts`), up to half the level's,
         and an empty value (null, "", [], {}) only where room is left: it says nothing, and an API
         object's dozen nulls would take the places of its `requires_python` and `dependencies`."""
         last = len(keys) - 1
@@ -181,6 +182,7 @@ class _Viewer:
                 chosen[i] = True
             else:
                 others.append(i)
+        others.sort(key=lambda i: _size(normalize(data[keys[i]])))  # the smaller first: more of them fit
         for i in [*others, *empty][: max(self.level.keys // 2, 1)]:
             chosen[i] = True
         return chosen
@@ -283,6 +285,21 @@ class _Viewer:
 
 
 _PAIR_KEYS = (("key", "value"), ("name", "value"), ("Key", "Value"), ("Name", "Value"))
+
+
+def _size(value: Any, reach: int = 64) -> int:
+    """About how much of the budget `value` would take: its values counted (up to `reach`)."""
+    if isinstance(value, str):
+        return len(value) // 40
+    if not isinstance(value, (Mapping, list, tuple)):
+        return 0
+    count, stack = 0, [value]
+    while stack and count < reach:
+        node = stack.pop()
+        children = list(node.values()) if isinstance(node, Mapping) else list(node)
+        count += len(children)
+        stack.extend(c for c in children if isinstance(c, (Mapping, list, tuple)))
+    return count
 
 
 def _short(value: Any) -> bool:
