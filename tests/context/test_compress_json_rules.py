@@ -3,8 +3,8 @@
 Each test fails when its rule is taken out: records briefed by the kinds they show rather
 than in document order, a record known only by its id briefed with whom it is about, a
 level refined between two ladder steps so the budget is spent, and a nested list out of the
-brief's reach still briefed rather than shown whole, and a wide object's small containers
-kept before its large ones.
+brief's reach still briefed rather than shown whole, a wide object's small containers kept
+before its large ones, and its links and URL templates after its own data.
 """
 
 from __future__ import annotations
@@ -150,3 +150,27 @@ def test_a_wide_object_keeps_its_small_containers_before_its_large_ones() -> Non
     parsed = json.loads(out)
     assert parsed["dependencies"] == {"left-pad": "^1.3.0", "ms": "^2.1.3"}
     assert parsed["engines"] == {"node": ">=18"}
+
+
+def _repository() -> dict[str, Any]:
+    """A hosting API's repository: dozens of links (some of them templates) among its data."""
+    base = "https://api.example.com/repos/acme/widget"
+    repo: dict[str, Any] = {"id": 4242, "name": "widget", "full_name": "acme/widget"}
+    for n in range(30):
+        repo[f"part{n}_url"] = f"{base}/part{n}{{/item_id}}"  # a template: filled in by the caller
+    for n in range(12):
+        repo[f"list{n}_url"] = f"{base}/list{n}"
+    repo |= {f"count{n}": n * 7 for n in range(30)}
+    repo["license"] = {"key": "mit", "name": "MIT License", "spdx_id": "MIT"}
+    repo["topics"] = ["widgets", "acme", "tools"]
+    repo["default_branch"] = "main"
+    return repo
+
+
+def test_url_templates_and_links_come_after_the_objects_own_data() -> None:
+    out = compress(json.dumps(_repository(), indent=2), 2_000, pointer="x")
+    assert len(out) <= 2_000
+    parsed = json.loads(out)
+    assert parsed["license"]["spdx_id"] == "MIT"
+    assert parsed["topics"] == ["widgets", "acme", "tools"]
+    assert not any("{/item_id}" in str(value) for value in parsed.values())

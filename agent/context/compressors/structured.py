@@ -159,9 +159,10 @@ class _Viewer:
         """Which keys of a dict wider than the level shows: by value, not document order. Every
         short scalar (a count, a flag, a name: cheap, and what is read) up to twice the level's keys,
         the priority and id keys, the last key, then the other keys, the smallest first (a package's
-        two `dependencies` say more than the tenth of its sixty `scripts`), up to half the level's,
-        and an empty value (null, "", [], {}) only where room is left: it says nothing, and an API
-        object's dozen nulls would take the places of its `requires_python` and `dependencies`."""
+        two `dependencies` say more than the tenth of its sixty `scripts`) and links (`forks_url`:
+        where more is) last, up to half the level's, and an empty value (null, "", [], {}) or a URL
+        template only where room is left: it says nothing, and an API object's dozen nulls would
+        take the places of its `requires_python` and `dependencies`."""
         last = len(keys) - 1
         chosen = [False] * len(keys)
         cheap, others, empty = 0, [], []
@@ -177,12 +178,14 @@ class _Viewer:
                 chosen[i] = True
             elif value is None or value == "" or (isinstance(value, (Mapping, list, tuple)) and not value):
                 empty.append(i)
+            elif isinstance(value, str) and _URL_TEMPLATE.match(value):
+                empty.append(i)  # a link to fill in (`.../keys{/key_id}`): a pattern, not this object's data
             elif short and cheap < 2 * self.level.keys:
                 cheap += 1
                 chosen[i] = True
             else:
                 others.append(i)
-        others.sort(key=lambda i: _size(normalize(data[keys[i]])))  # the smaller first: more of them fit
+        others.sort(key=lambda i: (_link(keys[i], data[keys[i]]), _size(normalize(data[keys[i]]))))
         for i in [*others, *empty][: max(self.level.keys // 2, 1)]:
             chosen[i] = True
         return chosen
@@ -285,6 +288,17 @@ class _Viewer:
 
 
 _PAIR_KEYS = (("key", "value"), ("name", "value"), ("Key", "Value"), ("Name", "Value"))
+
+
+_URL_TEMPLATE = re.compile(r"https?://\S*\{[/?+#&.;]?\w[^}]*\}\S*$")
+"""A URL template (RFC 6570: `https://api.github.com/repos/o/r/issues{/number}`)."""
+
+
+def _link(key: Any, value: Any) -> bool:
+    """A hypermedia link (`"forks_url": "https://api..."`): where more is, not what this object is."""
+    return (
+        isinstance(key, str) and key.endswith("_url") and isinstance(value, str) and value.startswith("http")
+    )
 
 
 def _size(value: Any, reach: int = 64) -> int:
