@@ -132,9 +132,9 @@ async def call_with_retries(config: AgentConfig, request: dict[str, Any], state:
             error.result = state.result(final_text(state.messages), "error")
             raise error.with_traceback(None) from None
         except Exception as error:
-            from agent.retries import _retry_after  # loaded by the runs whose model call fails
+            from agent.retries import retry_after  # loaded by the runs whose model call fails
 
-            if not await _retry_after(config, error, attempt, request, state, raw, book_usage):
+            if not await retry_after(config, error, attempt, request, state, raw, book_usage):
                 raise ModelCallFailed(
                     redact(f"model call failed at step {state.step}: {type(error).__name__}: {error}"),
                     state.result(final_text(state.messages), "error"),

@@ -38,6 +38,7 @@ __all__ = [
     "book_failed_attempt",
     "estimated_attempt",
     "may_be_billed",
+    "retry_after",
     "retryable",
 ]
 
@@ -117,7 +118,7 @@ def book_failed_attempt(
     book(config, state, estimate)
 
 
-async def _retry_after(
+async def retry_after(
     config: AgentConfig,
     error: Exception,
     attempt: int,
