@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +28,6 @@ from agent.context.prune import PointerFor, Protected, call_signature, prune
 from agent.errors import BudgetExceeded
 from agent.memory import MEMORY_NOTE_PREFIX
 from agent.messages import Msg, blocks, content_text, tool_names_by_id
-from agent.server_blocks import is_server_call, is_server_result
 
 __all__ = [
     "SUMMARY_PROMPT",
@@ -113,9 +112,28 @@ def choose_boundary(messages: Sequence[Msg], tail_budget: int, size: Callable[[M
     return next((cut for cut in cuts if sum(sizes[cut:]) <= tail_budget), cuts[-1])
 
 
+_CLIENT_KINDS = frozenset({"text", "thinking", "redacted_thinking", "tool_use", "tool_result"})
+"""Block types no server tool's call or result can have: a history of these alone loads nothing more."""
+
+
+def _server_tests(messages: Sequence[Msg]) -> tuple[Callable[[Any], bool], Callable[[Any], bool]]:
+    """`agent.server_blocks`' two tests (a server call? its result?) when a block of `messages`
+    may be one; else two that always say no, and that module stays unloaded."""
+    if all(isinstance(b, Mapping) and b.get("type") in _CLIENT_KINDS for m in messages for b in blocks(m)):
+        return _no, _no
+    from agent.server_blocks import is_server_call, is_server_result  # loaded by the runs with server tools
+
+    return is_server_call, is_server_result
+
+
+def _no(block: Any) -> bool:
+    return False
+
+
 def _server_pair_spans(messages: Sequence[Msg]) -> list[tuple[int, int]]:
     """(message of a server call, message of its result) for pairs in different messages (a
     call left in flight while the client's tools ran)."""
+    is_server_call, is_server_result = _server_tests(messages)
     called: dict[Any, int] = {}
     spans = []
     for index, message in enumerate(messages):
@@ -191,6 +209,7 @@ def _cut(text: str, limit: int) -> str:
 def transcript(head: Sequence[Msg]) -> str:
     """The head as plain text ("USER: ...", "CALL ...", "RESULT ..."): no pairs to break."""
     names = tool_names_by_id(head)
+    is_server_call, is_server_result = _server_tests(head)
     lines: list[str] = []
     for message in head:
         role = str(message.get("role", "user")).upper()
