@@ -24,6 +24,7 @@ from anthropic.types import Message
 from agent.tools import ToolCall
 
 __all__ = [
+    "CLIENT_BLOCKS",
     "as_object",
     "assistant_message",
     "blocks",
@@ -45,18 +46,18 @@ __all__ = [
 
 Msg = dict[str, Any]
 
-_CLIENT_BLOCKS = frozenset({"text", "thinking", "redacted_thinking", "tool_use"})
+CLIENT_BLOCKS = frozenset({"text", "thinking", "redacted_thinking", "tool_use"})
 """The blocks of an assistant turn whose tools all run here. Any other (a server tool's call or
 result, a block the SDK does not model), or a `tool_use` with a `caller` (made by a server
 call's code), may be `agent.server_blocks`' to act on."""
 
 
 def _server_side(messages: Iterable[Mapping[str, Any]]) -> bool:
-    """Whether an assistant turn in `messages` holds a block outside `_CLIENT_BLOCKS`: the test
+    """Whether an assistant turn in `messages` holds a block outside `CLIENT_BLOCKS`: the test
     before loading `agent.server_blocks`, true for every block it reads (it reads only the
     blocks of assistant turns' content lists) and for some it leaves alone."""
     return any(
-        isinstance(b, Mapping) and (b.get("type") not in _CLIENT_BLOCKS or "caller" in b)
+        isinstance(b, Mapping) and (b.get("type") not in CLIENT_BLOCKS or "caller" in b)
         for m in messages
         if m.get("role") == "assistant" and isinstance(m.get("content"), list)
         for b in m["content"]

@@ -27,7 +27,7 @@ from typing import Any
 from agent.context.prune import PointerFor, Protected, call_signature, prune
 from agent.errors import BudgetExceeded
 from agent.memory import MEMORY_NOTE_PREFIX
-from agent.messages import Msg, blocks, content_text, tool_names_by_id
+from agent.messages import CLIENT_BLOCKS, Msg, blocks, content_text, tool_names_by_id
 
 __all__ = [
     "SUMMARY_PROMPT",
@@ -112,7 +112,7 @@ def choose_boundary(messages: Sequence[Msg], tail_budget: int, size: Callable[[M
     return next((cut for cut in cuts if sum(sizes[cut:]) <= tail_budget), cuts[-1])
 
 
-_CLIENT_KINDS = frozenset({"text", "thinking", "redacted_thinking", "tool_use", "tool_result"})
+_CLIENT_KINDS = CLIENT_BLOCKS | {"tool_result"}
 """Block types no server tool's call or result can have: a history of these alone loads nothing more."""
 
 
