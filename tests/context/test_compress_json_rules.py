@@ -4,7 +4,8 @@ Each test fails when its rule is taken out: records briefed by the kinds they sh
 than in document order, a record known only by its id briefed with whom it is about, a
 level refined between two ladder steps so the budget is spent, and a nested list out of the
 brief's reach still briefed rather than shown whole, a wide object's small containers kept
-before its large ones, and its links and URL templates after its own data.
+before its large ones, and its links and URL templates after its own data, and a budget the
+ladder's richest level leaves half unspent spent on more records.
 """
 
 from __future__ import annotations
@@ -174,3 +175,36 @@ def test_url_templates_and_links_come_after_the_objects_own_data() -> None:
     assert parsed["license"]["spdx_id"] == "MIT"
     assert parsed["topics"] == ["widgets", "acme", "tools"]
     assert not any("{/item_id}" in str(value) for value in parsed.values())
+
+
+def test_a_budget_the_richest_level_leaves_unspent_shows_more_records() -> None:
+    # twenty codes, three findings each: the ladder's richest level briefs twelve records in
+    # ~1,200 chars; the rest of the budget goes to the records of the other codes
+    rows = [
+        {"code": f"R{n % 20:03d}", "filename": f"/src/m{n % 5}.py", "message": f"finding {n}", "row": n}
+        for n in range(60)
+    ]
+    out = compress(json.dumps(rows), 4_000, pointer="x")
+    assert len(out) <= 4_000
+    parsed = json.loads(out)
+    assert {row.get("code") for row in parsed["items"] if isinstance(row, dict)} == {
+        f"R{n:03d}" for n in range(20)
+    }
+    assert parsed["total"] == 60
+
+
+def test_past_the_ladder_only_records_that_show_something_new() -> None:
+    # sixty records alike but for their ids: the richest level's twelve say it all, at any budget
+    rows = [
+        {
+            "order_id": f"o-{n:03d}",
+            "status": "delivered",
+            "item": f"item {n}",
+            "note": "left at the door " * 4,
+        }
+        for n in range(60)
+    ]
+    rows[30]["status"] = "broken"
+    briefs = [row for row in json.loads(compress(json.dumps(rows), 4_000, pointer="x"))["items"]]
+    assert len([row for row in briefs if isinstance(row, dict)]) <= 13  # the richest level's: 12 and the last
+    assert any(isinstance(row, dict) and row.get("status") == "broken" for row in briefs)

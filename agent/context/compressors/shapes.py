@@ -49,6 +49,8 @@ class Profile:
     values: dict[str, dict[str, int]]
     spread: list[int]
     """Indices of records (after the first) in the order they say most: see `spread`."""
+    novel: int
+    """How many of `spread`'s first records each show a value not shown before."""
 
 
 _CATEGORIES = (
@@ -105,7 +107,8 @@ def profile(items: Sequence[Any]) -> Profile:
         for key, bucket in counts.items():
             if bucket and 2 <= len(bucket) <= 6 and sum(bucket.values()) >= seen // 2:
                 values[key] = dict(sorted(bucket.items(), key=lambda kv: (-kv[1], kv[0])))
-    return Profile(other, values, spread(items[:SCAN_LIMIT]))
+    order, novel = spread(items[:SCAN_LIMIT])
+    return Profile(other, values, order, novel)
 
 
 SPREAD = 40
@@ -125,12 +128,13 @@ def _identity_pairs(record: Any) -> list[tuple[str, str]]:
     return pairs
 
 
-def spread(items: Sequence[Any]) -> list[int]:
+def spread(items: Sequence[Any]) -> tuple[list[int], int]:
     """Indices of the records after the first, in the order that shows most kinds: each next one
     the record with the most identity values not yet shown (a code, a file, a state), the rarer
-    the better; then the rest in document order. Document order would brief five copies of the
-    commonest lint code and never reach the code seen once. Fields nearly unique per record (a
-    timestamp, a url) are left out: every record is new in them."""
+    the better; then the rest in document order; and how many of them come first as new.
+    Document order would brief five copies of the commonest lint code and never reach the code
+    seen once. Fields nearly unique per record (a timestamp, a url) are left out: every record
+    is new in them."""
     rows = [_identity_pairs(item) for item in items]
     counts: dict[tuple[str, str], int] = {}
     for pairs in rows:
@@ -160,7 +164,8 @@ def spread(items: Sequence[Any]) -> list[int]:
             order.append(i)
             shown.update(rows[i])
     picked = set(order)
-    return order + [i for i in range(1, len(items)) if i not in picked][: max(SPREAD - len(order), 0)]
+    rest = [i for i in range(1, len(items)) if i not in picked][: max(SPREAD - len(order), 0)]
+    return order + rest, len(order)
 
 
 def mostly_records(items: Sequence[Any]) -> bool:

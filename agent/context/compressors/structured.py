@@ -32,6 +32,7 @@ from agent.context.compressors.detect import is_http
 from agent.context.compressors.jsonish import json_key, normalize
 from agent.context.compressors.shapes import (
     SCAN_LIMIT,
+    SPREAD,
     Profile,
     collapsed_dict,
     compact,
@@ -69,6 +70,10 @@ LEVELS = (
     Level(2, 20, 1, 6),
     Level(1, 16, 1, 4),
 )
+
+RICHEST = LEVELS[0]
+"""Past its items (`_refine` goes on where it leaves the budget unspent) only records that show
+a value not shown before: a thirteenth delivered order says nothing the twelfth did not."""
 
 PRIORITY = frozenset(
     {
@@ -205,17 +210,17 @@ class _Viewer:
             return f"[{count} items]"
         if count > self.level.items and mostly_records(items):
             return self._records(items, depth)
-        if count <= self.level.items:
+        if count <= min(self.level.items, RICHEST.items):
             return [self.view(item, depth + 1) for item in items]
-        shown = max(self.level.items - 1, 1)
+        shown = max(min(self.level.items, RICHEST.items) - 1, 1)
         self.items_cut += count - shown - 1
         head = [self.view(item, depth + 1) for item in items[:shown]]
         return [*head, f"... +{count - shown - 1} more", self.view(items[-1], depth + 1)]
 
     def _records(self, items: Sequence[Any], depth: int) -> dict[str, Any]:
         count = len(items)
-        shown = min(self.level.items, count)
         profile = self._profile(items)
+        shown = min(self.level.items, max(RICHEST.items, profile.novel + 1), count)
         picked = sorted(i for i in profile.spread[: shown - 1] if i < count - 1)  # the last is shown below
         rows: list[Any] = [self.view(items[0], depth + 2)]
         rows += [self._brief(items[i], depth + 2) for i in picked]
@@ -389,10 +394,10 @@ def compress_structured(value: Any, budget: int, pointer: str | None) -> str:
     if is_http(value):
         value, dropped_headers = _http_view(value, keep)
     profiles: dict[int, Profile] = {}
-    for n, level in enumerate(LEVELS):
+    for level in LEVELS:
         text = _render(value, level, budget, profiles, keep, dropped_headers, pointer)
         if text is not None and len(text) <= budget:
-            if n and len(text) < budget * FILL:
+            if len(text) < budget * FILL:
                 return _refine(value, level, text, budget, profiles, keep, dropped_headers, pointer)
             return text
     return _minimal(value, budget, pointer)
@@ -400,7 +405,7 @@ def compress_structured(value: Any, budget: int, pointer: str | None) -> str:
 
 FILL = 0.85
 """A level that fits in less than this share of the budget is refined (the ladder's steps are
-coarse: one level can be 13,800 chars and the next 426)."""
+coarse: one level can be 13,800 chars and the next 426; the richest can leave half of it)."""
 
 
 def _render(
@@ -431,7 +436,9 @@ def _refine(
     pointer: str | None,
 ) -> str:
     """`level` made richer one dimension at a time, while it fits: depth first (what is inside
-    says more than how much of it), then keys, then items, then string length."""
+    says more than how much of it), then keys, then items, then string length. Items go past
+    the ladder's richest level (`RICHEST`), up to the records `spread` orders: a budget twice
+    the default would otherwise stop at the same twelve lint codes as the default."""
 
     def fits(amount: int) -> str | None:
         got = _render(
@@ -440,7 +447,8 @@ def _refine(
         return got if got is not None and len(got) <= budget else None
 
     for field in ("depth", "keys", "items", "text"):
-        richer = sorted({getattr(lv, field) for lv in LEVELS if getattr(lv, field) > getattr(level, field)})
+        ladder = {getattr(lv, field) for lv in LEVELS} | ({SPREAD + 1} if field == "items" else set())
+        richer = sorted(amount for amount in ladder if amount > getattr(level, field))
         for amount in richer:
             low = getattr(level, field)
             if (got := fits(amount)) is not None:
