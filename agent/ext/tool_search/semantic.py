@@ -10,15 +10,28 @@ on its own it ranks worse than BM25 on real tools: the two together rank best
 
 `Embed` is the seam: any function from texts to vectors (a local model, an embeddings API).
 `sentence_transformer()` makes one from a sentence-transformers model, loaded at first use.
-The tools' vectors are computed once per index and belong to it.
+`onnx_embedder()` runs the same model exported once by `export_onnx()` on ONNX Runtime: the
+same vectors, a query in a third of PyTorch's time, and no PyTorch at run time (the
+`semantic-onnx` extra). The tools' vectors are computed once per index and belong to it.
 """
 
 from __future__ import annotations
 
+import json
+import warnings
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-__all__ = ["DEFAULT_MODEL", "DenseIndex", "Embed", "sentence_transformer", "tool_text"]
+__all__ = [
+    "DEFAULT_MODEL",
+    "DenseIndex",
+    "Embed",
+    "export_onnx",
+    "onnx_embedder",
+    "sentence_transformer",
+    "tool_text",
+]
 
 Embed = Callable[[Sequence[str]], Any]
 """Texts -> one vector per text (a list of lists of floats, or a 2-D array)."""
@@ -49,6 +62,108 @@ def sentence_transformer(model: str = DEFAULT_MODEL, device: str = "cpu") -> Emb
                 raise ImportError(HINT) from error
             loaded.append(SentenceTransformer(model, device=device))
         return loaded[0].encode(list(texts), normalize_embeddings=True, show_progress_bar=False)
+
+    return embed
+
+
+ONNX_HINT = (
+    "ONNX tool search needs the `semantic-onnx` extra: pip install -e '.[semantic-onnx]' from the "
+    "checkout (or pip install onnxruntime tokenizers numpy); exporting a model needs the `semantic` "
+    "extra and onnx too"
+)
+
+
+def export_onnx(model: str, folder: str | Path) -> Path:
+    """Write `model` (a sentence-transformers model, hub name or local folder) to `folder` as
+    `model.onnx` with its `tokenizer.json` and `embedding.json` (length, pooling), for
+    `onnx_embedder`. Once per model, on a machine with both extras and onnx. Mean pooling only
+    (all-MiniLM-L6-v2's): another pooling is refused, not guessed. The export is a trace, so it
+    is checked: texts of one token, a sentence and past the model's window must come back as
+    the model's own vectors, or the export is refused."""
+    try:
+        import torch
+        from sentence_transformers import SentenceTransformer
+    except ImportError as error:
+        raise ImportError(HINT) from error
+    loaded = SentenceTransformer(model, device="cpu")
+    pooling = next((m for m in loaded if type(m).__name__ == "Pooling"), None)
+    legacy = "mean" if getattr(pooling, "pooling_mode_mean_tokens", False) else None  # before 6.0
+    if pooling is None or (getattr(pooling, "pooling_mode", None) or legacy) != "mean":
+        raise ValueError(f"{model}: only mean pooling is exported (this model pools otherwise)")
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+
+    class Hidden(torch.nn.Module):  # the token vectors, for pooling outside the graph
+        def __init__(self, encoder: Any) -> None:
+            super().__init__()
+            self.encoder = encoder
+
+        def forward(self, ids: Any, mask: Any) -> Any:
+            return self.encoder(input_ids=ids, attention_mask=mask).last_hidden_state
+
+    sample = loaded.tokenizer(["a query"], return_tensors="pt")
+    axes = {0: "batch", 1: "tokens"}
+    with warnings.catch_warnings():  # the TorchScript exporter (the newer one needs onnxscript
+        warnings.simplefilter("ignore")  # too): its deprecation and tracing warnings; checked below
+        torch.onnx.export(
+            Hidden(loaded[0].auto_model).eval(),
+            (sample["input_ids"], sample["attention_mask"]),
+            str(out / "model.onnx"),
+            input_names=["input_ids", "attention_mask"],
+            output_names=["hidden"],
+            dynamic_axes={"input_ids": axes, "attention_mask": axes, "hidden": axes},
+            opset_version=17,
+            dynamo=False,
+        )
+    loaded.tokenizer.backend_tokenizer.save(str(out / "tokenizer.json"))
+    normalize = any(type(m).__name__ == "Normalize" for m in loaded)
+    config = {"max_seq_length": loaded.max_seq_length, "pooling": "mean", "normalize": normalize}
+    (out / "embedding.json").write_text(json.dumps(config))
+    probes = [
+        "a",
+        "read the pod's logs, then restart the deployment",
+        "search tools " * 200,
+    ]  # past its window
+    import numpy as np
+
+    drift = float(np.abs(onnx_embedder(out)(probes) - loaded.encode(probes, normalize_embeddings=True)).max())
+    if drift > 1e-4:  # a trace is one path through the model: this one must give its vectors
+        raise ValueError(f"{model}: the exported model's vectors differ from the model's (by {drift:.2g})")
+    return out
+
+
+def onnx_embedder(folder: str | Path, threads: int = 1) -> Embed:
+    """An `Embed` running a model `export_onnx` wrote to `folder` on ONNX Runtime (`threads`
+    per call: one is fastest for one short query), loaded at its first call."""
+    loaded: list[Any] = []
+
+    def embed(texts: Sequence[str]) -> Any:
+        if not loaded:
+            try:
+                import numpy as np
+                import onnxruntime
+                from tokenizers import Tokenizer
+            except ImportError as error:
+                raise ImportError(ONNX_HINT) from error
+            where = Path(folder)
+            config = json.loads((where / "embedding.json").read_text())
+            tokenizer = Tokenizer.from_file(str(where / "tokenizer.json"))
+            tokenizer.enable_truncation(max_length=int(config["max_seq_length"]))
+            tokenizer.enable_padding()
+            options = onnxruntime.SessionOptions()
+            options.intra_op_num_threads = options.inter_op_num_threads = threads
+            session = onnxruntime.InferenceSession(
+                str(where / "model.onnx"), options, providers=["CPUExecutionProvider"]
+            )
+            loaded.extend((np, tokenizer, session))
+        np, tokenizer, session = loaded
+        encoded = tokenizer.encode_batch(list(texts))
+        ids = np.array([e.ids for e in encoded], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+        hidden = session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+        weights = mask[..., None].astype(np.float32)
+        vectors = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        return _unit(np, vectors)
 
     return embed
 
