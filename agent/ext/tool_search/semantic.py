@@ -133,8 +133,9 @@ def export_onnx(model: str, folder: str | Path) -> Path:
 
 
 def onnx_embedder(folder: str | Path, threads: int = 1) -> Embed:
-    """An `Embed` running a model `export_onnx` wrote to `folder` on ONNX Runtime (`threads`
-    per call: one is fastest for one short query), loaded at its first call."""
+    """An `Embed` running a model `export_onnx` wrote to `folder` on ONNX Runtime, loaded at its
+    first call. `threads` per call: one by default, as the process has other work; more make a
+    single query faster."""
     loaded: list[Any] = []
 
     def embed(texts: Sequence[str]) -> Any:
