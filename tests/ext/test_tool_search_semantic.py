@@ -201,3 +201,22 @@ def test_exporting_a_model_that_pools_otherwise_is_refused(tmp_path: Path) -> No
     with pytest.raises(ValueError, match="only mean pooling"):
         export_onnx(str(tmp_path / "cls"), tmp_path / "onnx")
     assert not (tmp_path / "onnx" / "model.onnx").exists()
+
+
+@needs_onnx
+def test_an_export_that_does_not_give_the_models_vectors_is_refused_and_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import numpy as np
+
+    from agent.ext.tool_search import semantic
+
+    def same_vector(folder: str | Path, threads: int = 1) -> Any:  # what a trace gone wrong might give
+        return lambda texts: np.ones((len(texts), 384), dtype=np.float32) / np.sqrt(384)
+
+    monkeypatch.setattr(semantic, "onnx_embedder", same_vector)
+    model = local_model()
+    assert model is not None
+    with pytest.raises(ValueError, match="vectors differ"):
+        semantic.export_onnx(model, tmp_path / "onnx")
+    assert not (tmp_path / "onnx" / "model.onnx").exists()

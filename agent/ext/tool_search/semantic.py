@@ -75,12 +75,13 @@ ONNX_HINT = (
 
 def export_onnx(model: str, folder: str | Path) -> Path:
     """Write `model` (a sentence-transformers model, hub name or local folder) to `folder` as
-    `model.onnx` with its `tokenizer.json` and `embedding.json` (length, pooling), for
+    `model.onnx` with its `tokenizer.json` and `embedding.json` (the model's window), for
     `onnx_embedder`. Once per model, on a machine with both extras and onnx. Mean pooling only
     (all-MiniLM-L6-v2's): another pooling is refused, not guessed. The export is a trace, so it
     is checked: texts of one token, a sentence and past the model's window must come back as
-    the model's own vectors, or the export is refused."""
+    the model's own vectors, or the export is refused (and its model file removed)."""
     try:
+        import numpy as np
         import torch
         from sentence_transformers import SentenceTransformer
     except ImportError as error:
@@ -116,18 +117,11 @@ def export_onnx(model: str, folder: str | Path) -> Path:
             dynamo=False,
         )
     loaded.tokenizer.backend_tokenizer.save(str(out / "tokenizer.json"))
-    normalize = any(type(m).__name__ == "Normalize" for m in loaded)
-    config = {"max_seq_length": loaded.max_seq_length, "pooling": "mean", "normalize": normalize}
-    (out / "embedding.json").write_text(json.dumps(config))
-    probes = [
-        "a",
-        "read the pod's logs, then restart the deployment",
-        "search tools " * 200,
-    ]  # past its window
-    import numpy as np
-
+    (out / "embedding.json").write_text(json.dumps({"max_seq_length": loaded.max_seq_length}))
+    probes = ["a", "read the pod's logs, then restart the deployment", "search tools " * 200]
     drift = float(np.abs(onnx_embedder(out)(probes) - loaded.encode(probes, normalize_embeddings=True)).max())
     if drift > 1e-4:  # a trace is one path through the model: this one must give its vectors
+        (out / "model.onnx").unlink()
         raise ValueError(f"{model}: the exported model's vectors differ from the model's (by {drift:.2g})")
     return out
 
