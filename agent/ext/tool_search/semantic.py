@@ -12,12 +12,14 @@ on its own it ranks worse than BM25 on real tools: the two together rank best
 `sentence_transformer()` makes one from a sentence-transformers model, loaded at first use.
 `onnx_embedder()` runs the same model exported once by `export_onnx()` on ONNX Runtime: the
 same vectors, a query in a third of PyTorch's time, and no PyTorch at run time (the
-`semantic-onnx` extra). The tools' vectors are computed once per index and belong to it.
+`semantic-onnx` extra); exported with int8 weights (`quantize=True`), faster again, the vectors
+near the model's. The tools' vectors are computed once per index and belong to it.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -25,6 +27,7 @@ from typing import Any
 
 __all__ = [
     "DEFAULT_MODEL",
+    "QUANTIZED_COSINE",
     "DenseIndex",
     "Embed",
     "export_onnx",
@@ -66,6 +69,10 @@ def sentence_transformer(model: str = DEFAULT_MODEL, device: str = "cpu") -> Emb
     return embed
 
 
+QUANTIZED_COSINE = 0.9
+"""How near an int8 export's vectors must stay to the model's (cosine, each probe). On
+all-MiniLM-L6-v2 they stay 0.94 to 0.99 near on real queries, 0.90 to 0.99 on real tools."""
+
 ONNX_HINT = (
     "ONNX tool search needs the `semantic-onnx` extra: pip install -e '.[semantic-onnx]' from the "
     "checkout (or pip install onnxruntime tokenizers numpy); exporting a model needs the `semantic` "
@@ -73,13 +80,18 @@ ONNX_HINT = (
 )
 
 
-def export_onnx(model: str, folder: str | Path) -> Path:
+def export_onnx(model: str, folder: str | Path, *, quantize: bool = False) -> Path:
     """Write `model` (a sentence-transformers model, hub name or local folder) to `folder` as
     `model.onnx` with its `tokenizer.json` and `embedding.json` (the model's window), for
     `onnx_embedder`. Once per model, on a machine with both extras and onnx. Mean pooling only
     (all-MiniLM-L6-v2's): another pooling is refused, not guessed. The export is a trace, so it
     is checked: texts of one token, a sentence and past the model's window must come back as
-    the model's own vectors, or the export is refused (and its model file removed)."""
+    the model's own vectors, or the export is refused (and its model file removed).
+
+    `quantize` then stores the weights as int8 (ONNX Runtime's dynamic quantization): a query
+    runs in about a third of the time, and the vectors move a little, so the check becomes
+    nearness: each probe's vector within `QUANTIZED_COSINE` of the model's. Whether the
+    rankings hold is measured, not assumed (`benchmarks/tool_search.py --real`)."""
     try:
         import numpy as np
         import torch
@@ -119,17 +131,50 @@ def export_onnx(model: str, folder: str | Path) -> Path:
     loaded.tokenizer.backend_tokenizer.save(str(out / "tokenizer.json"))
     (out / "embedding.json").write_text(json.dumps({"max_seq_length": loaded.max_seq_length}))
     probes = ["a", "read the pod's logs, then restart the deployment", "search tools " * 200]
-    drift = float(np.abs(onnx_embedder(out)(probes) - loaded.encode(probes, normalize_embeddings=True)).max())
+    theirs = loaded.encode(probes, normalize_embeddings=True)
+    drift = float(np.abs(onnx_embedder(out)(probes) - theirs).max())
     if drift > 1e-4:  # a trace is one path through the model: this one must give its vectors
         (out / "model.onnx").unlink()
         raise ValueError(f"{model}: the exported model's vectors differ from the model's (by {drift:.2g})")
+    if quantize:
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        exact = out / "model.fp32.onnx"
+        (out / "model.onnx").replace(exact)
+        advice = logging.getLogger()  # it logs its advice to pre-process there (which, tried, moved
+        quiet = _Unless("Please consider to run pre-processing")  # the vectors more: 0.78)
+        advice.addFilter(quiet)
+        try:
+            quantize_dynamic(str(exact), str(out / "model.onnx"), weight_type=QuantType.QInt8)
+        finally:
+            advice.removeFilter(quiet)
+            exact.unlink()
+        real = probes[:2]  # the third, one word 200 times over, checked the trace's window above
+        nearness = float((onnx_embedder(out)(real) * theirs[:2]).sum(axis=1).min())
+        if nearness < QUANTIZED_COSINE:
+            (out / "model.onnx").unlink()
+            raise ValueError(
+                f"{model}: the int8 model's vectors are too far from the model's ({nearness:.3f})"
+            )
     return out
+
+
+class _Unless(logging.Filter):
+    """Drops the records whose message starts with `start`."""
+
+    def __init__(self, start: str) -> None:
+        super().__init__()
+        self.start = start
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(self.start)
 
 
 def onnx_embedder(folder: str | Path, threads: int = 1) -> Embed:
     """An `Embed` running a model `export_onnx` wrote to `folder` on ONNX Runtime, loaded at its
     first call. `threads` per call: one by default, as the process has other work; more make a
-    single query faster."""
+    single query faster. Each text runs on its own, unpadded: a text's vector then never
+    depends on the others in its call (an int8 model scales its activations per batch)."""
     loaded: list[Any] = []
 
     def embed(texts: Sequence[str]) -> Any:
@@ -144,7 +189,6 @@ def onnx_embedder(folder: str | Path, threads: int = 1) -> Embed:
             config = json.loads((where / "embedding.json").read_text())
             tokenizer = Tokenizer.from_file(str(where / "tokenizer.json"))
             tokenizer.enable_truncation(max_length=int(config["max_seq_length"]))
-            tokenizer.enable_padding()
             options = onnxruntime.SessionOptions()
             options.intra_op_num_threads = options.inter_op_num_threads = threads
             session = onnxruntime.InferenceSession(
@@ -152,13 +196,12 @@ def onnx_embedder(folder: str | Path, threads: int = 1) -> Embed:
             )
             loaded.extend((np, tokenizer, session))
         np, tokenizer, session = loaded
-        encoded = tokenizer.encode_batch(list(texts))
-        ids = np.array([e.ids for e in encoded], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
-        hidden = session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
-        weights = mask[..., None].astype(np.float32)
-        vectors = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-        return _unit(np, vectors)
+        vectors = []
+        for encoded in tokenizer.encode_batch(list(texts)):  # one at a time: see the docstring
+            ids = np.array([encoded.ids], dtype=np.int64)
+            hidden = session.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids)})[0]
+            vectors.append(hidden[0].mean(axis=0))
+        return _unit(np, np.array(vectors, dtype=np.float32).reshape(len(vectors), -1))
 
     return embed
 
