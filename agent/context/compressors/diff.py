@@ -8,7 +8,8 @@ what they say (a definition, a version string, an assignment before an import, a
 comment or a closing bracket) and dealt out across files and hunks, so the third
 file's new function outranks the first file's tenth changed import. A hunk header
 follows its kept changes (it says where they are); then whole hunks from the top
-fill what is left. The commit header (full hash, author, date, subject) comes
+fill what is left; with many files, a file's first hunk header too waits for its changes (its
+counts say as much). The commit header (full hash, author, date, subject) comes
 first, identifiers unshortened, and the footer gives the totals.
 """
 
@@ -113,15 +114,16 @@ def compress_diff(text: str, budget: int, pointer: str | None) -> str:
     _trim(changes, budget, len(files), *changes)
     for n, i in enumerate(files):
         priorities.append((2 if n in (0, len(files) - 1) else 3, i))
+    crowded = sum(len(lines[i]) + 12 for i in files) * 2 > budget  # then a file's changes say more
     for n, i in enumerate(hunks):  # each file's first (where its changes start) and the last hunk
         if n == len(hunks) - 1 or n == 0 or any(hunks[n - 1] < f < i for f in files):
-            priorities.append((2 if n == len(hunks) - 1 else 5, i))  # other hunk headers follow their changes
+            first = 20 if crowded and n else 5  # crowded: after each file's best change, not the diff's start
+            priorities.append((2 if n == len(hunks) - 1 else first, i))  # others follow their changes
     priorities += _ranked_changes(lines, changes)
     kept = {i for _, i in priorities}
     rest = (i for i in range(len(lines)) if i not in kept and not _noise(lines[i]))
     priorities += [(200 + i // 4, i) for i in itertools.islice(rest, budget // 2)]  # no more could fit
     shown = list(lines)
-    crowded = sum(len(lines[i]) + 12 for i in files) * 2 > budget
     for i in files:
         added, removed = counts[i]
         shown[i] = f"{_same_path(lines[i]) if crowded else lines[i]}  (+{added} -{removed})"
@@ -172,8 +174,10 @@ def _ranked_changes(
 ) -> list[tuple[int, int]]:
     """(priority, index) of changed lines and of the hunk headers above them. Each file's changes
     are ordered by weight, a hunk's best before any hunk's second best; a line repeating an earlier
-    change counts as saying nothing. The r-th change of every file ranks together, so every file
-    shows its best change before any file shows its second."""
+    change counts as saying nothing. A rank is worth more than any difference of weight short of
+    "almost nothing" (13 against 4 a weight), so every file shows its best change before any file
+    shows its second: the second definition of a big file does not take the place of a small
+    file's only assignment."""
     seen: set[int] = set()
     located: set[int] = set()
     out: list[tuple[int, int]] = []
@@ -190,7 +194,7 @@ def _ranked_changes(
             ordered.append((weight, nth, lines[i][0] == "-", i, hunk))  # what it is now, then what it was
         ordered.sort()
         for rank, (weight, _, _, i, hunk) in enumerate(ordered):
-            priority = 8 + 3 * min(rank, 60) + 4 * weight
+            priority = 8 + 13 * min(rank, 60) + 4 * weight
             out.append((priority, i))
             if hunk not in located:  # one header a hunk, ranked after its best change
                 located.add(hunk)
