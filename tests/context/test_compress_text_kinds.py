@@ -1,6 +1,7 @@
 """General rules of the diff, log and plain-text compressors, on inputs written here.
 
-Each test fails when its rule is taken out: changed lines ranked and dealt across files,
+Each test fails when its rule is taken out: changed lines ranked and dealt across files (a
+crowded diff of many files too),
 rare log lines kept beside their common kind, `Key:  value` lines kept verbatim and a
 section's sub-fields before its continued values, and a ragged table's rows counted.
 """
@@ -39,6 +40,37 @@ def test_a_diff_keeps_the_definitions_and_versions_it_changes_in_every_file() ->
     assert all(f"+def handle_request_{f}(payload: dict) -> bool:" in out for f in range(6)), out
     assert '+__version__ = "2.5.0"' in out and '-__version__ = "2.4.1"' in out
     assert "# new comment line" not in out, "comments rank below definitions"
+
+
+def _crowded_diff() -> str:
+    """Sixteen files: the first with three new definitions, each other with one assignment."""
+
+    def header(path: str) -> str:
+        return f"diff --git a/{path} b/{path}\nindex 1..2 100644\n--- a/{path}\n+++ b/{path}\n"
+
+    parts = [header("src/project/subpackage/big.py"), "@@ -1,9 +1,12 @@ import os\n" + "     pass\n" * 3]
+    parts += [f"+def added_helper_{n}(value: int) -> int:\n" for n in range(3)]
+    parts.append("-ANSWER = 41\n" + "     pass\n" * 3)
+    for f in range(15):
+        parts.append(header(f"src/project/subpackage/module_{f}.py"))
+        parts.append(f"@@ -{10 + f},7 +{10 + f},7 @@ def run():\n" + "     pass\n" * 3)
+        parts.append(f"-    limit_{f} = {f}\n+    limit_{f} = {f + 1}\n" + "     pass\n" * 3)
+    return "".join(parts)
+
+
+def test_a_crowded_diff_shows_every_files_best_change_before_any_files_second() -> None:
+    out = compress(_crowded_diff(), 2000, pointer=NAME)
+    assert len(out) <= 2000
+    assert all(f"+    limit_{f} = {f + 1}" in out for f in range(15)), out
+    assert "+def added_helper_0(value: int) -> int:" in out
+    assert "added_helper_2" not in out, "a big file's third definition waits for the small files' changes"
+    assert "[... " not in out and "\n...\n" in out, "a gap is marked, briefly: the counts say how much"
+    assert "@@ -1,9 +1,12 @@" in out, "the diff's first hunk keeps its place"
+
+
+def test_a_roomy_diff_keeps_its_gap_counts() -> None:
+    out = compress(_crowded_diff(), 8000, pointer=NAME)
+    assert "[... " in out or len(out) == len(_crowded_diff()), out
 
 
 def test_a_log_keeps_the_rare_variant_of_a_common_kind_and_the_last_of_a_rare_one() -> None:

@@ -105,7 +105,7 @@ def pick_lines(
     priorities: Iterable[tuple[int, int]],
     *,
     numbered: bool = False,
-    gaps: bool = True,
+    gaps: bool | str = True,
     max_line: int = 240,
     header: str = "",
     footer: str = "",
@@ -116,15 +116,18 @@ def pick_lines(
     `priorities` holds (priority, index) pairs, lower priority first. Kept lines are
     shown as they are (prefixed `L<n> ` when `numbered`), and each run of dropped
     lines as one `[... N lines]` marker (not when numbered, where the numbers show
-    the gaps, nor when `gaps` is False). `origin[i]` is (first source line, number of
+    the gaps, nor when `gaps` is False; `gaps="..."`: that marker, for a view so crowded that
+    the counts would take the room of the lines). `origin[i]` is (first source line, number of
     source lines) of `lines[i]` when lines were folded; `header` and `footer` are
     always kept.
     """
     where_of = (
         origin if origin is not None else _Unfolded()
     )  # not a list: a tuple per line costs ~20x the line on big inputs
-    show_gaps = gaps and not numbered
-    used = len(header) + len(footer) + 2 + (34 if show_gaps else 0)
+    show_gaps = bool(gaps) and not numbered
+    marker = gaps if isinstance(gaps, str) else None
+    gap_cost = len(marker) + 1 if marker else 17
+    used = len(header) + len(footer) + 2 + (2 * gap_cost if show_gaps else 0)
     rendered: dict[int, str] = {}
     for _, index in sorted(set(priorities)):
         if index in rendered or not 0 <= index < len(lines):
@@ -135,7 +138,7 @@ def pick_lines(
         cost = len(text) + 1
         if show_gaps:
             before, after = index - 1 in rendered, index + 1 in rendered
-            cost += 17 * (1 if not before and not after else (-1 if before and after else 0))
+            cost += gap_cost * (1 if not before and not after else (-1 if before and after else 0))
         if used + cost > budget:
             continue
         used += cost
@@ -144,11 +147,11 @@ def pick_lines(
     next_index = 0
     for index in sorted(rendered):
         if show_gaps and index > next_index:
-            out.append(_gap(lines, where_of, next_index, index))
+            out.append(marker or _gap(lines, where_of, next_index, index))
         out.append(rendered[index])
         next_index = index + 1
     if show_gaps and rendered and next_index < len(lines):
-        out.append(_gap(lines, where_of, next_index, len(lines)))
+        out.append(marker or _gap(lines, where_of, next_index, len(lines)))
     if footer:
         out.append(footer)
     return "\n".join(line for line in out if line is not None)

@@ -8,9 +8,12 @@ what they say (a definition, a version string, an assignment before an import, a
 comment or a closing bracket) and dealt out across files and hunks, so the third
 file's new function outranks the first file's tenth changed import. A hunk header
 follows its kept changes (it says where they are); then whole hunks from the top
-fill what is left; with many files, a file's first hunk header too waits for its changes (its
-counts say as much). The commit header (full hash, author, date, subject) comes
-first, identifiers unshortened, and the footer gives the totals.
+fill what is left. With many files (their headers alone would take half the budget), a file's
+first hunk header too waits for its changes, a gap is marked `...` rather than `[... N lines]`
+(the file's counts say how much), and a hunk's additions come before its removals of the same
+weight (what the code is now): room goes to one changed line of every file. The commit header
+(full hash, author, date, subject) comes first, identifiers unshortened, and the footer gives the
+totals.
 """
 
 from __future__ import annotations
@@ -140,7 +143,15 @@ def compress_diff(text: str, budget: int, pointer: str | None) -> str:
     )
     ranked = [(p, n) for p, i in priorities if (n := bisect_left(keep, i)) < len(keep) and keep[n] == i]
     spans = _Spans(keep, len(lines))
-    return pick_lines([shown[i] for i in keep], budget, ranked, footer=footer, max_line=200, origin=spans)
+    return pick_lines(
+        [shown[i] for i in keep],
+        budget,
+        ranked,
+        gaps="..." if crowded else True,
+        footer=footer,
+        max_line=200,
+        origin=spans,
+    )
 
 
 class _Spans:
@@ -182,7 +193,7 @@ def _ranked_changes(
     located: set[int] = set()
     out: list[tuple[int, int]] = []
     for found in changes.values():
-        ordered: list[tuple[int, int, bool, int, int]] = []
+        ordered: list[tuple[int, bool, int, int, int]] = []
         per_hunk: dict[tuple[int, int], int] = {}
         for weight, hunk, i in found:
             body = hash(lines[i].strip())  # an int, not a copy of the line; equality only, any seed
@@ -191,7 +202,7 @@ def _ranked_changes(
             seen.add(body)
             nth = per_hunk.get((hunk, weight), 0)
             per_hunk[(hunk, weight)] = nth + 1
-            ordered.append((weight, nth, lines[i][0] == "-", i, hunk))  # what it is now, then what it was
+            ordered.append((weight, lines[i][0] == "-", nth, i, hunk))  # what it is now, then what it was
         ordered.sort()
         for rank, (weight, _, _, i, hunk) in enumerate(ordered):
             priority = 8 + 13 * min(rank, 60) + 4 * weight
