@@ -1,9 +1,9 @@
 """General rules of the diff, log and plain-text compressors, on inputs written here.
 
 Each test fails when its rule is taken out: changed lines ranked and dealt across files (a
-crowded diff of many files too),
-rare log lines kept beside their common kind, `Key:  value` lines kept verbatim and a
-section's sub-fields before its continued values, and a ragged table's rows counted.
+crowded diff's files each get one), rare log lines kept beside their common kind, `Key:  value`
+lines kept verbatim and a section's sub-fields before its continued values, and a ragged
+table's rows counted.
 """
 
 from __future__ import annotations
