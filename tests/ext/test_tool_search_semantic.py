@@ -223,7 +223,9 @@ def test_an_export_that_does_not_give_the_models_vectors_is_refused_and_removed(
 
 
 @needs_onnx
-def test_an_int8_export_stays_near_the_models_vectors_whatever_else_it_embeds(tmp_path: Path) -> None:
+def test_an_int8_export_stays_near_the_models_vectors_whatever_else_it_embeds(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     import numpy as np
 
     from agent.ext.tool_search.semantic import (
@@ -236,6 +238,7 @@ def test_an_int8_export_stays_near_the_models_vectors_whatever_else_it_embeds(tm
     model = local_model()
     assert model is not None
     folder = export_onnx(model, tmp_path / "int8", quantize=True)
+    assert not [r for r in caplog.records if "pre-processing" in r.getMessage()]  # advice tried, refused
     assert sorted(p.name for p in folder.iterdir()) == ["embedding.json", "model.onnx", "tokenizer.json"]
     on_int8 = onnx_embedder(folder)
     texts = ["tell the team the release shipped", *(tool_text(d) for d in DECLARATIONS)]

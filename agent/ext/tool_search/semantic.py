@@ -69,6 +69,10 @@ def sentence_transformer(model: str = DEFAULT_MODEL, device: str = "cpu") -> Emb
     return embed
 
 
+def _not_advice(record: logging.LogRecord) -> bool:
+    return not str(record.msg).startswith("Please consider to run pre-processing")
+
+
 QUANTIZED_COSINE = 0.9
 """How near an int8 export's vectors must stay to the model's (cosine, each probe). On
 all-MiniLM-L6-v2 they stay 0.94 to 0.99 near on real queries, 0.90 to 0.99 on real tools."""
@@ -142,12 +146,11 @@ def export_onnx(model: str, folder: str | Path, *, quantize: bool = False) -> Pa
         exact = out / "model.fp32.onnx"
         (out / "model.onnx").replace(exact)
         advice = logging.getLogger()  # it logs its advice to pre-process there (which, tried, moved
-        quiet = _Unless("Please consider to run pre-processing")  # the vectors more: 0.78)
-        advice.addFilter(quiet)
+        advice.addFilter(_not_advice)  # the vectors more: 0.78)
         try:
             quantize_dynamic(str(exact), str(out / "model.onnx"), weight_type=QuantType.QInt8)
         finally:
-            advice.removeFilter(quiet)
+            advice.removeFilter(_not_advice)
             exact.unlink()
         real = probes[:2]  # the third, one word 200 times over, checked the trace's window above
         nearness = float((onnx_embedder(out)(real) * theirs[:2]).sum(axis=1).min())
@@ -157,17 +160,6 @@ def export_onnx(model: str, folder: str | Path, *, quantize: bool = False) -> Pa
                 f"{model}: the int8 model's vectors are too far from the model's ({nearness:.3f})"
             )
     return out
-
-
-class _Unless(logging.Filter):
-    """Drops the records whose message starts with `start`."""
-
-    def __init__(self, start: str) -> None:
-        super().__init__()
-        self.start = start
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith(self.start)
 
 
 def onnx_embedder(folder: str | Path, threads: int = 1) -> Embed:
