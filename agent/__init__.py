@@ -1,11 +1,7 @@
 """agent-from-scratch: a small, readable agent loop that spends fewer tokens.
 
-The core is importable from here: the loop (`Agent`), the model seam (`LLM`,
-`AnthropicLLM`), tools (`tool`), budgets, usage and the one exception tree. Everything
-beyond it is an `Extension`, imported from its own subpackage under `agent.ext`
-(sessions, approval, MCP, tool search, server tools, ...); `agent.context` holds the
-pure functions of the context economy, `agent.testing` the test kit.
-"""
+The core is importable from here; everything else is an `Extension` under `agent.ext`, `agent.context`
+holds the context economy's pure functions, `agent.testing` the test kit."""
 
 import importlib
 from typing import TYPE_CHECKING, Any
@@ -66,8 +62,7 @@ _LAZY = {
     "AnthropicLLM": "agent.anthropic_llm",
     "AsyncAnthropicLLM": "agent.anthropic_llm",
 }
-"""Names imported the first time they are used: a run without memory, or with another model
-behind the seam, never loads them."""
+"""Names imported on first use: a run without memory, or with another model, never loads them."""
 
 
 def __getattr__(name: str) -> Any:

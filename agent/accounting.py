@@ -1,15 +1,10 @@
 """One model call and what it leaves in the run's books.
 
-`call_with_retries` is the loop's `call_model`. The agent owns the retry loop (the SDK's
-own retries are off, see `AnthropicLLM.without_retries`) because the SDK's retries are
-invisible: a call that timed out twice and then succeeded reports one usage, while the
-server may have billed three. So every failed attempt the server may have billed is booked
-at a conservative estimate, and the budgets are checked again before each retry: a budget
-is overshot by at most one call (`agent.retries`, loaded at a call's first failure).
-
-Each answer is booked: its usage priced and logged, the token calibration corrected, the
-hidden size of new thinking blocks noted, and the prefix guard told (so a silent cache miss
-gets a reason). An answer that carries no usage is estimated, never booked as free.
+`call_with_retries` is the loop's `call_model`. The agent retries itself (the SDK's retries are
+off) because the SDK's are invisible: a call that timed out twice reports one usage where the
+server may have billed three. So each failed attempt is booked at a conservative estimate and the
+budgets are checked before each retry: overshot by at most one call (`agent.retries`). An answer
+that carries no usage is estimated, never booked as free.
 """
 
 from __future__ import annotations
@@ -35,7 +30,7 @@ from agent.models import ModelInfo
 from agent.render import redact
 from agent.state import check_budgets
 from agent.steps import ask
-from agent.usage import ImpossibleUsage, Usage, billed_iterations
+from agent.usage import TOKEN_COUNTS, ImpossibleUsage, Usage, billed_iterations, undeclared
 
 if TYPE_CHECKING:
     from agent.config import AgentConfig
@@ -67,8 +62,8 @@ def book_answer(
     latency_s: float,
     raw: int | None = None,
 ) -> Message:
-    """Record `response` (the answer to `request`, whose `prompt_estimate` is `raw`) in the
-    run's books; returns it, with an estimated usage when the server sent none."""
+    """Book `response` to `request` (whose `prompt_estimate` is `raw`): priced, logged, the token
+    calibration and the prefix guard told; returned, with an estimated usage if it had none."""
     raw = prompt_estimate(request) if raw is None else raw
     if getattr(response, "usage", None) is None:
         log.warning("[step %d] the response carried no usage; recording an estimate", state.step)
@@ -98,27 +93,22 @@ def book_answer(
 
 
 def server_edits(response: Message) -> list[str]:
-    """The context edits the server applied to this request (`context_management.applied_edits`,
-    an extension's request asked for them), by type, and "compaction" when the reply starts
-    from a summary of the prompt (compaction is not listed there): they rewrite what the cache saw."""
-    managed = getattr(response, "context_management", None)
-    if managed is None and isinstance(response.__pydantic_extra__, dict):
-        managed = response.__pydantic_extra__.get("context_management")
+    """The types of the context edits the server applied (`context_management.applied_edits`),
+    plus "compaction" when the reply starts from a summary: they rewrite what the cache saw."""
+    managed = undeclared(response, "context_management")
     if managed is not None and hasattr(managed, "model_dump"):
         managed = managed.model_dump()
     edits = managed.get("applied_edits") if isinstance(managed, Mapping) else None
-    applied = (
-        [str(e.get("type", "edit")) for e in edits if isinstance(e, Mapping)]
-        if isinstance(edits, list)
-        else []
-    )
+    if not isinstance(edits, list):
+        edits = []
+    applied = [str(e.get("type", "edit")) for e in edits if isinstance(e, Mapping)]
     compacted = any(getattr(block, "type", None) == "compaction" for block in response.content)
     return [*applied, "compaction"] if compacted else applied
 
 
 async def call_with_retries(config: AgentConfig, request: dict[str, Any], state: RunState) -> Message:
     """The answer to `request`, booked; `ModelCallFailed` (with the partial run) once the
-    retries are spent or the error is not transient. Budgets are checked before every attempt."""
+    retries are spent or the error is not transient."""
     raw = state.raw_estimate(request)
     check_budgets(request, state, config.budget_policy(), raw)
     for attempt in itertools.count():
@@ -127,8 +117,7 @@ async def call_with_retries(config: AgentConfig, request: dict[str, Any], state:
             response = await _send(config, request, state)
             check_usage(response)
             break
-        except (MissingAPIKey, ModelCallFailed) as error:  # the LLM's own account (no key, a
-            # cassette miss) says it best: raised as itself, with the run so far and nothing chained
+        except (MissingAPIKey, ModelCallFailed) as error:  # the LLM's own account says it best
             error.result = state.result(final_text(state.messages), "error")
             raise error.with_traceback(None) from None
         except Exception as error:
@@ -142,16 +131,12 @@ async def call_with_retries(config: AgentConfig, request: dict[str, Any], state:
     return book_answer(config, request, response, state, time.monotonic() - started, raw)
 
 
-_COUNTS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
-
-
 def check_usage(response: Message) -> None:
-    """Raise `ImpossibleUsage` unless every reported token count, each of `usage.iterations`
-    included, is a whole number >= 0."""
+    """Raise `ImpossibleUsage` unless every token count, iterations' included, is a whole number >= 0."""
     usage = getattr(response, "usage", None)
     if usage is None:
         return
-    for name in _COUNTS:
+    for name in TOKEN_COUNTS:
         value = getattr(usage, name, None)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
             raise ImpossibleUsage(f"the answer reports usage.{name}={value!r}")
@@ -182,11 +167,6 @@ def larger_budget(request: Mapping[str, Any], info: ModelInfo | None, step: int)
     return larger
 
 
-def _can_turn_thinking_off(info: ModelInfo | None) -> bool:
-    """A summary needs no reasoning budget; turn thinking off where the model allows it."""
-    return info is not None and info.thinks_by_default and "disabled" in info.thinking_types
-
-
 def summarizer(config: AgentConfig, state: RunState) -> Callable[[str], str]:
     """One tool-less, budget-checked call per summary; its cost lands in the run's usage."""
 
@@ -194,13 +174,14 @@ def summarizer(config: AgentConfig, state: RunState) -> Callable[[str], str]:
         from agent.context.compact import SUMMARY_PROMPT, summary_request
 
         llm, policy, budgets = cast(LLM, config.llm), config.history_policy(), config.budget_policy()
-        model = policy.summarizer_model
+        info = policy.models.lookup(policy.summarizer_model)
         request = summary_request(
             transcript,
-            model=model,
+            model=policy.summarizer_model,
             max_tokens=policy.max_tokens,
             prompt=policy.summary_prompt or SUMMARY_PROMPT,
-            thinking_off=_can_turn_thinking_off(policy.models.lookup(model)),
+            # a summary needs no reasoning budget: thinking off where the model allows it
+            thinking_off=info is not None and info.thinks_by_default and "disabled" in info.thinking_types,
         )
         check_budgets(request, state, budgets)
         response = llm.create(request)

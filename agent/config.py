@@ -1,15 +1,9 @@
 """Every knob of an `Agent`, declared once, with its default and the reason it exists.
 
-Each option is a class attribute with its docstring, so a domain agent is a subclass that sets
-some (`system = "..."`), and a constructor keyword wins over the class. `dataclass_transform`
-lets type checkers catch `Agent(max_step=3)`; at run time it gets a did-you-mean. A feature
-beyond the core takes its options on its own `Extension`, never here.
-
-Mistakes that would otherwise do nothing (a keep path no result can match, `keep_fields` for a
-tool the agent lacks, a subclass attribute spelled `systme`) raise nowhere, so each gets a
-WARNING on the `agent` logger when the agent or subclass is built (keep paths:
-`agent.context.keep_paths`). Wrong option *types* are errors instead (`AgentConfig.validate`):
-they would fail later, less clearly.
+A domain agent is a subclass that sets some; a constructor keyword wins over the class, and a
+misspelt one gets a did-you-mean. Mistakes that would do nothing (a subclass attribute `systme`, a
+keep path no result can match) get a WARNING when built; wrong types, which would fail later and
+less clearly, are errors. Features beyond the core take their options on their own `Extension`.
 """
 
 from __future__ import annotations
@@ -63,23 +57,6 @@ def check_subclass(cls: type, options: Iterable[str]) -> None:
             log.warning("%s.%s is not an Agent option, so nothing reads it%s", cls.__name__, name, hint)
 
 
-def check_option_types(config: Any) -> None:
-    """TypeError for an option whose type would fail later or do nothing (`tools=find`, a str as a list)."""
-    tools = config.tools
-    if isinstance(tools, str | bytes | Mapping) or callable(tools) or not isinstance(tools, Iterable):
-        raise TypeError(f"tools must be a list of tools, e.g. tools=[{_named(tools)}], not {_shown(tools)}")
-    if not isinstance(config.model, str):
-        raise TypeError(f"model must be a str, not {_shown(config.model)}")
-    if config.system is not None and not isinstance(config.system, str):
-        raise TypeError(f"system must be a str, not {_shown(config.system)}")
-    keep_fields = config.keep_fields
-    if not isinstance(keep_fields, Mapping):
-        raise TypeError(f"keep_fields must map tool names to field lists, not {_shown(keep_fields)}")
-    for tool_name, paths in keep_fields.items():
-        if isinstance(paths, str | bytes) or not isinstance(paths, Iterable):
-            raise TypeError(f"keep_fields[{tool_name!r}] must be a list of field paths, e.g. [{paths!r}]")
-
-
 def _named(value: Any) -> str:
     name = getattr(value, "name", None) or getattr(value, "__name__", None)
     return name if isinstance(name, str) else "my_tool"
@@ -103,8 +80,7 @@ class AgentConfig:
     system: str = ""
     """System prompt. Keep it free of timestamps: a changing system prompt kills the cache."""
     tools: Sequence[Tool | Mapping[str, Any] | Callable[..., Any]] = ()
-    """Tools (or plain typed functions) the model may call; a definition dict (or an object
-    with `declaration()`) is a tool the API runs, declared as given."""
+    """Tools (or plain typed functions) the model may call; a definition dict is a tool the API runs."""
     extensions: Sequence[Extension] = ()
     """Features beyond the core, each on the seam (`agent.extension`), hooks called in this order."""
     llm: LLM | None = None
@@ -115,17 +91,14 @@ class AgentConfig:
     max_steps: int = 20
     """Most model calls in one run; one more raises `StepBudgetExceeded`."""
     max_tokens: int | None = None
-    """Output tokens per call, thinking included. None takes the model's default from the
-    table (32,000 where the model allows it: room to think, and `AnthropicLLM` streams)."""
+    """Output tokens per call, thinking included; None: the model's default (32,000 if allowed, to think)."""
     thinking: Mapping[str, Any] | None = None
-    """`thinking` sent with each request, e.g. `{"type": "adaptive", "display": "summarized"}` or
-    `{"type": "disabled"}`; None leaves the model's default. Checked against the model table."""
+    """`thinking` sent with each request, e.g. `{"type": "disabled"}`; None leaves the model's default."""
     thinking_history: str | None = None
     """How thinking blocks survive pruning and compaction (`agent.context.thinking`): "keep", "strip",
     "drop_block" or "append_only"; None: "append_only" where thinking is bound to its prefix, else "keep"."""
     effort: str | None = None
-    """`output_config.effort` (low|medium|high|xhigh|max), None to omit. Changing it
-    between steps invalidates the cached messages (tools and system stay cached)."""
+    """`output_config.effort` (low|medium|high|xhigh|max), None to omit; changing it voids cached messages."""
     max_cost_usd: float | None = None
     """Dollar budget for the run, checked before each call; needs a priced model."""
     max_input_tokens: int | None = None
@@ -141,15 +114,12 @@ class AgentConfig:
     max_context_tokens: int = 0
     """Compaction threshold in estimated prompt tokens; 0 disables compaction."""
     keep_recent: int = 1
-    """Tool-result turns kept verbatim by pruning; older ones become one-line stubs. 0 disables.
-    One: the model reads each result whole at the step after the call, then its stub, which says
-    where the full result is (`read_artifact`). Each step then rewrites only one stub."""
+    """Tool-result turns kept verbatim by pruning; older ones become stubs naming their artifact. 0 disables.
+    One: the model reads each result whole once, and each step rewrites only one stub."""
     prune_batch: int = 1
-    """Prune only once this many turns are prunable. With `keep_recent` > 1 a batch rewrites the
-    kept results after it too, so a larger batch moves the cached prefix less often."""
+    """Prune only once this many turns are prunable: a larger batch moves the cached prefix less often."""
     diet: bool = True
-    """Slim tool results before the model reads them (whitelist, compressor, artifacts); False sends
-    each whole, bounded only by the registry's output cap."""
+    """Slim tool results before the model reads them; False sends each whole, up to the output cap."""
     keep_fields: Mapping[str, Sequence[str]] = MappingProxyType({})
     """Per-tool field whitelists ({tool_name: [field, "nested.path"]}), on top of `@tool(keep=)`."""
     list_top_n: int = 5
@@ -175,8 +145,7 @@ class AgentConfig:
     compact_margin: float = 0.1
     """Compact past `max_context_tokens * (1 - compact_margin)`: room for estimate error and step growth."""
     exact_token_count: bool = False
-    """Near the threshold, ask the `llm`'s `count_tokens` (if any) instead of trusting the estimate;
-    one extra call per step while near it."""
+    """Near the threshold, ask the `llm`'s `count_tokens` (if any), not the estimate: a call per step."""
     memory: Memory | None = None
     """Key/value memory whose keys the model sees each step (pass `tools.memory_tools(memory)` too)."""
 
@@ -217,8 +186,22 @@ class AgentConfig:
         check_subclass(cls, option_names(cls))
 
     def validate(self) -> None:
-        """Reject settings the API or the loop would only reject later, and less clearly."""
-        check_option_types(self)
+        """Reject settings the API or the loop would only reject later (or ignore), and less clearly."""
+        tools = self.tools
+        if isinstance(tools, str | bytes | Mapping) or callable(tools) or not isinstance(tools, Iterable):
+            raise TypeError(
+                f"tools must be a list of tools, e.g. tools=[{_named(tools)}], not {_shown(tools)}"
+            )
+        if not isinstance(self.model, str):
+            raise TypeError(f"model must be a str, not {_shown(self.model)}")
+        if self.system is not None and not isinstance(self.system, str):
+            raise TypeError(f"system must be a str, not {_shown(self.system)}")
+        keep_fields = self.keep_fields
+        if not isinstance(keep_fields, Mapping):
+            raise TypeError(f"keep_fields must map tool names to field lists, not {_shown(keep_fields)}")
+        for tool_name, paths in keep_fields.items():
+            if isinstance(paths, str | bytes) or not isinstance(paths, Iterable):
+                raise TypeError(f"keep_fields[{tool_name!r}] must be a list of field paths, e.g. [{paths!r}]")
         info = self.models.warn_unknown(self.model)
         check_effort(self.effort, info)
         check_thinking(self.thinking, info)
@@ -257,8 +240,7 @@ class AgentConfig:
             not isinstance(e, Extension) for e in self.extensions
         ):
             raise TypeError("extensions takes a list of agent.extension.Extension instances")
-        for name in ("model", "summarizer_model"):
-            model = getattr(self, name) or self.model
+        for model in (self.model, self.summarizer_model or self.model):
             if self.max_cost_usd is not None and self.models.price(model) is None:
                 raise ValueError(
                     f"max_cost_usd needs a price for {model!r}: pass models=MODELS.with_price({model!r}, ...)"
@@ -269,7 +251,7 @@ class AgentConfig:
     # -- what the pure context functions are handed: a small policy record, never the agent --
 
     def history_strategy(self) -> str:
-        """The thinking-history strategy in force (the option, else the model's default)."""
+        """The thinking-history strategy in force: the option, else the model's default."""
         return self.thinking_history or default_strategy(self.models.lookup(self.model))
 
     def output_budget(self) -> int:
@@ -331,8 +313,7 @@ class AgentConfig:
         return state.artifacts
 
     def tools_for(self, state: RunState) -> ToolRegistry | RunTools:
-        """What this run's calls run against: the registry, with `read_artifact` reading through
-        the run's own store first (`agent.context.read_artifact.for_run`)."""
+        """The registry, with `read_artifact` reading through this run's own store first."""
         declared = self.registry.get("read_artifact")
         if declared is None or not self.diet or self.artifacts_dir is None:
             return self.registry
@@ -345,17 +326,15 @@ class AgentConfig:
         return tools
 
     def cacheable(self, messages: Sequence[dict[str, Any]], tools: Sequence[Any] | None = None) -> bool:
-        """Whether a request with this history reaches the model's cache minimum (by
-        `ESTIMATE_MARGIN`), encoding no more of it than the answer takes (`tools`: the
-        declarations, when the caller has them already)."""
+        """Whether a request with this history reaches the cache minimum, encoding no more than the
+        answer takes (`tools`: the declarations, when the caller has them already)."""
         declared = self.registry.declarations() if tools is None else tools
         parts = itertools.chain(declared, [self.system] if self.system else [], messages)
         return reaches(parts, min_cacheable_tokens(self.model, self.models) * ESTIMATE_MARGIN)
 
     def newest_pruned(self, state: RunState, request: Mapping[str, Any]) -> bool:
-        """Whether the next step's pruning stubs a result the newest turn holds (`pruned_next_step`).
-        Not while the history before that turn is too short to cache: pruning waits then too
-        (`worth_pruning`), and the newest results are read again."""
+        """Whether the next step's pruning stubs a result the newest turn holds; not while the history
+        before it is too short to cache (pruning waits then too, and the newest results are read again)."""
         if self.history_strategy() == "append_only":
             return False
         protected = self.protected_tools().__contains__
@@ -368,8 +347,7 @@ class AgentConfig:
         return frozenset(t.name for t in self.registry if t.irreversible or t.never_prune)
 
     def measure(self, state: RunState, candidate: Sequence[dict[str, Any]]) -> int:
-        """Estimated prompt tokens of this step's request with `candidate` as its history
-        (the API's own count near the threshold, with `exact_token_count`)."""
+        """Estimated prompt tokens of this step's request with `candidate` as its history."""
         counter = self.llm if self.exact_token_count and isinstance(self.llm, TokenCounter) else None
         near = int(self.max_context_tokens * (1 - self.compact_margin) * 0.8)
         request = self.build_request(state.with_messages(list(candidate)))  # type: ignore[attr-defined]

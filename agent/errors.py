@@ -1,8 +1,5 @@
-"""How a run ends: its `RunResult`, or a typed exception that carries the partial one.
-
-Flow control by exception keeps the loop short, and the carried result means paid-for work is
-never lost just because the run could not finish.
-"""
+"""How a run ends: its `RunResult`, or a typed exception carrying the partial one, so paid-for work is
+never lost because the run could not finish."""
 
 from __future__ import annotations
 
@@ -39,8 +36,8 @@ class RunResult:
     detail: str | None = None
     """Why the run ended when that was not a normal final answer."""
     uncertain: tuple[str, ...] = ()
-    """Irreversible calls (`name (id)`) whose outcome is unknown (timed out, or cut off by a dead run
-    and their tool takes no idempotency key): check each before trusting the answer, as `detail` says."""
+    """Irreversible calls (`name (id)`) whose outcome is unknown (timed out, or cut off by a dead run with no
+    idempotency key): check each before trusting the answer."""
     output: Any = None
     """The final answer as an object, when an extension made one of it (`agent.ext.output`); else None."""
 

@@ -1,9 +1,7 @@
-"""What a run reports as it happens (`Agent(on_event=callback)`), for progress displays.
+"""What a run reports as it happens (`Agent(on_event=callback)`), prunes and compactions included.
 
-Each `prune` and `compact` of the history is an event too, so a run's economics can be watched,
-not guessed. The callback runs on the loop's thread, so it should be quick; what it raises is
-logged and swallowed, because a broken progress bar must never cost a paid-for run.
-"""
+The callback runs on the loop's thread (keep it quick); what it raises is logged and swallowed: a broken
+progress bar must never cost a paid-for run."""
 
 from __future__ import annotations
 
@@ -28,9 +26,8 @@ class Event:
     kind: EventKind
     step: int
     text: str = ""
-    """The delta for `text`/`thinking`; the reason for `retry`; the stop reason for `step_end`;
-    the summary the model wrote for `compact`; why it happened for `prune`; for `tool_result`,
-    what the tool returned, as text (its first `RESULT_CHARS`), before the diet."""
+    """The delta (`text`/`thinking`), reason (`retry`, `prune`), stop reason (`step_end`), summary (`compact`)
+    or, for `tool_result`, what the tool returned as text (its first `RESULT_CHARS`, before the diet)."""
     tool: str | None = None
     """The tool's name, for `tool_call` and `tool_result`."""
     tool_use_id: str | None = None
@@ -53,9 +50,8 @@ RESULT_CHARS = 2_000
 
 def emit(callback: Callable[[Event], None] | None, event: Event) -> None:
     """Call `callback(event)` if there is one; its failures are logged, never raised."""
-    if callback is None:
-        return
-    try:
-        callback(event)
-    except Exception:
-        log.exception("on_event callback failed on %s (ignored)", event.kind)
+    if callback is not None:
+        try:
+            callback(event)
+        except Exception:
+            log.exception("on_event callback failed on %s (ignored)", event.kind)

@@ -1,15 +1,9 @@
-"""The one seam for everything beyond the core: an `Extension` is a small class with hooks.
+"""The one seam for everything beyond the core loop (sessions, approval, MCP, ...): `Agent(extensions=[...])`.
 
-A feature that is not the loop itself (sessions, approval, MCP, tool search, a request log)
-is an `Extension` passed as `Agent(extensions=[...])`. Every hook is optional, declared below
-in the order a run meets them, and called in list order: a request passes through each
-`request` hook in turn, so a logger that should see the final body goes last.
-
-Why hooks and not `Agent` keywords: a feature's options live on its own constructor, the
-core's option list stays the mission's, and a learner can read the loop without meeting any
-of it. What a hook keeps for one run goes in `run.extras`, never on the extension, so one
-agent can serve two runs at once.
-"""
+Hooks, not `Agent` keywords: a feature's options live on its own constructor, and the loop reads without it.
+Every hook is optional, declared in the order a run meets it and called in list order (a request passes
+each `request` hook in turn). Per-run state goes in `run.extras`, never on the extension, so one agent can
+serve two runs at once."""
 
 from __future__ import annotations
 
@@ -36,8 +30,7 @@ class Extension:
     in `before_tool`. Without one, the core denies every gated call: safe by default."""
 
     def tools(self, declared: Sequence[Tool | ServerTool]) -> Sequence[Tool | ServerTool]:
-        """The agent's tools as this extension wants them declared (its own added, some
-        deferred); called once at construction, the result is declared all run."""
+        """The tools as this extension would declare them (its own added, some deferred), at construction."""
         return declared
 
     async def start(self, run: RunState) -> None:
@@ -72,11 +65,9 @@ class Extension:
         """Turns just appended to the run's history."""
 
     def final_answer(self, response: Message, run: RunState) -> Msg | None:
-        """The model's final reply (any stop but a tool call or a pause), already in the history:
-        None accepts it and the run ends with it; a user turn turns it down, and the loop sends
-        that turn and goes on, a step like any other (budgets and `max_steps` included). Why a
-        hook: an answer that must be, say, valid JSON of a type is only known to be wrong once
-        it is read, and the model is the one who can fix it. Raise an `AgentError` to end the run."""
+        """The model's final reply (any stop but a tool call or pause), already in the history: None accepts
+        it; a user turn turns it down and is sent as the next step (budgets, `max_steps` apply), as only the
+        model can fix, say, invalid JSON. Raise an `AgentError` to end the run."""
         return None
 
     def finish(self, run: RunState, error: BaseException | None) -> None:
@@ -91,9 +82,8 @@ def rejected(response: Message, run: RunState) -> Msg | None:
 
 @asynccontextmanager
 async def hooked(run: RunState) -> AsyncIterator[None]:
-    """The run's extensions started (in order) before the body, and finished (in reverse)
-    after it: with None, or with the error the body raised, which is raised again. A
-    `start` that fails counts as the run failing: every extension still hears `finish`."""
+    """Start the run's extensions (in order) before the body, finish them (in reverse) after it, with the
+    error it raised, if any; a failed `start` fails the run, and every extension still hears `finish`."""
     try:
         for ext in run.extensions:
             await ext.start(run)

@@ -1,21 +1,8 @@
-"""The one seam between the loop and a model.
-
-Everything the loop knows about a model is `LLM.create(request) -> Message`: a
-Messages API request body in, an SDK `Message` out. The real transport is
-`AnthropicLLM` (`agent.anthropic_llm`) on the official SDK; tests plug in
-`agent.testing.ScriptedLLM` or point `AnthropicLLM` at the local simulator through
-`ANTHROPIC_BASE_URL`. Keeping the response type the SDK's own means the loop reads the
-same objects whatever sits behind the seam.
-
-Two optional capabilities sit beside it, each its own small protocol so a fake
-needs neither: `TokenCounter` (an exact `count_tokens`) and `StreamingLLM` (the
-same call, reporting text and thinking deltas as they arrive). `AsyncLLM` is the seam's
-async side, for `Agent.arun`: `acreate` (and optionally `astream`) awaited on the event
-loop; a plain `LLM` works under `arun` too (called in a worker thread).
-
-A request may carry `betas` (a list of beta names, as the SDK's beta methods take
-them); an `LLM` sends them as the `anthropic-beta` header, never in the body.
-"""
+"""The one seam between the loop and a model: `LLM.create(request) -> Message`, a Messages API body in,
+the SDK's own `Message` out, so the loop reads the same objects whatever sits behind it (`AnthropicLLM`,
+`agent.testing.ScriptedLLM`, the simulator). `TokenCounter` and `StreamingLLM` are optional protocols, so a
+fake needs neither; `Agent.arun` awaits an `AsyncLLM` (a plain `LLM` runs in a thread). A request's `betas`
+go in the `anthropic-beta` header, never in the body."""
 
 from __future__ import annotations
 
@@ -39,9 +26,8 @@ class LLM(Protocol):
 
 @runtime_checkable
 class AsyncLLM(Protocol):
-    """Answers a request body on the event loop (optional `astream(request, on_delta)` like
-    `StreamingLLM.stream`). Named `acreate`, not `create`, so that one object can be both an
-    `LLM` and an `AsyncLLM` (as `AsyncAnthropicLLM` is)."""
+    """Answers a request body on the event loop (optional `astream` like `StreamingLLM.stream`); `acreate`,
+    so one object can be both an `LLM` and an `AsyncLLM` (as `AsyncAnthropicLLM` is)."""
 
     async def acreate(self, request: Mapping[str, Any]) -> Message: ...
 

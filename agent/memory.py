@@ -1,17 +1,10 @@
 """A key/value memory the model writes and reads, kept outside the history.
 
-A summary is lossy by design; some facts must not be at the mercy of one. The
-model can save them with `memory_write` (see `tools.memory`) and read them back
-with `memory_read`. The store lives outside the message history, so compaction
-and pruning cannot touch it, and it can persist to a JSON file across runs.
-
-The model has to know which keys exist without reading them all. The classic way
-is to list the keys in the system prompt, but a system prompt that changes
-whenever memory changes invalidates the whole prompt cache (tools, system and
-history) at every write. Here the key list is a short text block appended to
-the newest user turn, which has not been sent yet, and only when the list
-differs from the last one already in the history. The cached prefix is never
-rewritten, and a compaction that folds the old note away gets a fresh one.
+Some facts must not be at the mercy of a lossy summary: the model saves them with `memory_write`
+and reads them with `memory_read` (`tools.memory`), out of reach of compaction and pruning, and
+optionally in a JSON file across runs. The key list is not in the system prompt (each write would
+invalidate the whole prompt cache) but appended to the newest, unsent user turn when it differs
+from the last note in the history; a compaction that folds that note away gets a fresh one.
 """
 
 from __future__ import annotations
@@ -45,7 +38,7 @@ class Memory:
 
     Args:
         path: JSON file to load from (if it exists) and save to after each write.
-        max_keys: most keys held; writing a new key beyond it is refused.
+        max_keys: most keys held; a new key beyond it is refused.
         max_value_chars: longest value accepted.
     """
 
@@ -139,9 +132,7 @@ def _load(path: Path) -> dict[str, str]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         raise ValueError(f"cannot load memory from {path}: {error} (the file was left as it is)") from error
-    if not isinstance(data, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in data.items()
-    ):
+    if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):  # JSON keys are str
         raise ValueError(f"cannot load memory from {path}: expected a JSON object of strings")
     return data
 
@@ -159,12 +150,9 @@ def latest_memory_note(messages: Sequence[Msg]) -> str | None:
 
 
 def with_memory_note(messages: Sequence[Msg], memory: Memory) -> list[Msg]:
-    """`messages` with the memory's key list appended to the newest user turn, when it
-    changed since the last note the model saw (a new list; the input is not touched).
-
-    Nothing is added while memory has never held a key, nor after an assistant turn
-    (a `pause_turn` continuation must be sent back as it is).
-    """
+    """A new list: `messages` with the key list appended to the newest user turn if it changed since
+    the last note; nothing while memory never held a key, nor after an assistant turn (`pause_turn`
+    is sent back as it is)."""
     note = memory.note()
     previous = latest_memory_note(messages)
     if not messages or messages[-1].get("role") != "user" or note == previous:

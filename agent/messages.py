@@ -1,13 +1,8 @@
-"""Small pure helpers over wire-shaped messages (plain dicts, as the API takes them).
+"""Pure helpers over wire-shaped messages (plain dicts, as the API takes them).
 
-History is kept exactly as it goes on the wire: no private keys to strip before
-sending, nothing to leak. Bookkeeping (which tool produced a result) is derived from
-the history itself: a `tool_result` answers the `tool_use` with the same id.
-
-The blocks of tools the API runs are `agent.server_blocks`' to handle: a run whose tools all
-run here sees none, so that module loads only once a cheap test finds a block it may act on
-(`_server_side`, `_made_by_code`; in `_dumped`, a block the SDK did not build).
-"""
+History is kept exactly as sent, so there is nothing private to strip or leak; which call a result
+answers is its `tool_use_id`. Server tools' blocks are `agent.server_blocks`' to handle, loaded only
+once a cheap test finds one."""
 
 from __future__ import annotations
 
@@ -47,15 +42,12 @@ __all__ = [
 Msg = dict[str, Any]
 
 CLIENT_BLOCKS = frozenset({"text", "thinking", "redacted_thinking", "tool_use"})
-"""The blocks of an assistant turn whose tools all run here. Any other (a server tool's call or
-result, a block the SDK does not model), or a `tool_use` with a `caller` (made by a server
-call's code), may be `agent.server_blocks`' to act on."""
+"""The blocks of a turn whose tools all run here; any other, or a `tool_use` with a `caller` (made by
+a server call's code), may be `agent.server_blocks`' to act on."""
 
 
 def _server_side(messages: Iterable[Mapping[str, Any]]) -> bool:
-    """Whether an assistant turn in `messages` holds a block outside `CLIENT_BLOCKS`: the test
-    before loading `agent.server_blocks`, true for every block it reads (it reads only the
-    blocks of assistant turns' content lists) and for some it leaves alone."""
+    """Whether an assistant turn holds a block outside `CLIENT_BLOCKS`, so `agent.server_blocks` must load."""
     return any(
         isinstance(b, Mapping) and (b.get("type") not in CLIENT_BLOCKS or "caller" in b)
         for m in messages
@@ -69,23 +61,19 @@ def user_message(text: str) -> Msg:
 
 
 def shared_length(seen: Sequence[Any], items: Sequence[Any]) -> int:
-    """How many leading items of `seen` and `items` are equal.
-
-    Lists are compared slice by slice (in C, identical objects equal at once), halving
-    towards the first difference: far cheaper than a Python loop over a long history.
-    Other sequences go item by item (a list never equals a tuple)."""
+    """How many leading items of `seen` and `items` are equal: lists by halving slices (compared in C,
+    far cheaper than a Python loop over a long history), others item by item (a list never equals a tuple)."""
     n = min(len(seen), len(items))
-    if type(seen) is not list or type(items) is not list:
-        return next((i for i in range(n) if seen[i] is not items[i] and seen[i] != items[i]), n)
-    if (seen if len(seen) == n else seen[:n]) == (items if len(items) == n else items[:n]):
-        return n
     low, high = 0, n  # seen[:low] == items[:low]; the first difference is in [low, high)
-    while high - low > 8:
-        middle = (low + high) // 2
-        if seen[low:middle] == items[low:middle]:
-            low = middle
-        else:
-            high = middle
+    if type(seen) is list and type(items) is list:
+        if (seen if len(seen) == n else seen[:n]) == (items if len(items) == n else items[:n]):
+            return n
+        while high - low > 8:
+            middle = (low + high) // 2
+            if seen[low:middle] == items[low:middle]:
+                low = middle
+            else:
+                high = middle
     return next((i for i in range(low, high) if seen[i] is not items[i] and seen[i] != items[i]), high)
 
 
@@ -100,18 +88,11 @@ def blocks(message: Msg) -> list[dict[str, Any]]:
 def assistant_message(
     response: Message, *, drop_tool_uses: bool = False, after: Sequence[Msg] = ()
 ) -> Msg | None:
-    """The response as an assistant turn to send back; None when nothing is left.
-
-    Kept as it came (thinking blocks are bound to it), minus what would invalidate the next
-    request: empty text, a non-object `tool_use` input (sent as `{}`), a repeated or refused id.
-
-    `drop_tool_uses` is for a turn that ends the run or was cut off: its calls must not run,
-    and a `tool_use` without a result would invalidate any later request. A server call and
-    its result stay or go as a pair; a `tool_use` made by a server call's code (its `caller`,
-    programmatic tool calling) stays or goes with that call. `after` is the history this turn
-    follows: a result here may answer a call made there; a call there still unanswered gets
-    `closing_results` (`agent.server_blocks.whole_pairs`).
-    """
+    """The response as an assistant turn to send back (None if nothing is left): as it came (thinking is
+    bound to it), minus what would invalidate the next request: empty text, a non-object input, a repeated
+    or refused id. `drop_tool_uses` (a turn that ends the run or was cut off) drops its calls, which must
+    not run; server calls, and what their code called, stay or go in whole pairs with `after`, the history
+    this turn follows (`agent.server_blocks.whole_pairs`)."""
     return _assistant(response, _unique_ids(response, after), drop_tool_uses, after)
 
 
@@ -143,8 +124,7 @@ def _assistant(
 
 
 def _made_by_code(call: Mapping[str, Any]) -> bool:
-    """A `tool_use` made by a server call's code (`agent.server_blocks.code_caller`); one with
-    no `caller` is the model's own, known without loading that module."""
+    """A `tool_use` made by a server call's code; without a `caller`, known without loading that module."""
     if "caller" not in call:
         return False
     from agent.server_blocks import code_caller  # loaded by the runs that use a server tool
@@ -157,12 +137,9 @@ TOOL_USE_ID = re.compile(r"[a-zA-Z0-9_-]+")
 
 
 def _dumped(block: Any) -> dict[str, Any]:
-    """A reply block as the wire carries it back: the fields the API sent (`exclude_unset`: never
-    a default it did not send), its nulls where the request type requires the key (`_drop_nulls`);
-    a `RawBlock` (`agent.server_blocks`) as its dict. A `tool_use` whose input is not an object,
-    or nests too deep to serialise, goes back with `{}` (its call gets an error result; the
-    history stays valid). A non-object is swapped before dumping: the SDK builds replies
-    unvalidated, and pydantic would warn on serialising an input its `dict` field does not expect."""
+    """A reply block as the wire carries it back: the fields the API sent (no defaults), minus needless
+    nulls (`_drop_nulls`). A `tool_use` input that is not an object (swapped first: pydantic would warn on
+    dumping it) or nests too deep goes back as `{}`; its call gets an error result."""
     if not isinstance(block, anthropic.BaseModel):  # not the SDK's: a `RawBlock`, maybe
         from agent.server_blocks import RawBlock  # loaded by the replies that hold one
 
@@ -178,18 +155,14 @@ def _dumped(block: Any) -> dict[str, Any]:
     except (ValueError, RecursionError):
         if block.type != "tool_use":
             raise
-        block = block.model_copy(update={"input": {}})
-        dumped = block.model_dump(mode="json", exclude_unset=True)
+        dumped = block.model_copy(update={"input": {}}).model_dump(mode="json", exclude_unset=True)
     _drop_nulls(dumped)
     return dumped
 
 
 def _drop_nulls(value: Any) -> None:
-    """`value` (a dumped block) without its nulls, bar those of keys the request type for their
-    `type` requires: nullable, but never to be left out (`char_location.document_title`; its
-    absence is a 400). An optional key's null says what its absence says, and some are keys the
-    request types have not at all (`code_execution_result.abort_reason`). A call's `input` is
-    the model's own data, kept whole."""
+    """Drop a dumped block's nulls (an optional key's null means its absence), bar keys its request type
+    requires though nullable (`char_location.document_title`: a 400 if absent); a call's `input` is kept."""
     if isinstance(value, dict):
         kind = value.get("type")
         kept = _required_nullable().get(kind, frozenset()) if isinstance(kind, str) else frozenset()
@@ -212,15 +185,11 @@ def _required_nullable() -> dict[str, frozenset[str]]:
         literal = _LITERAL.search(str(annotations.get("type", ""))) if isinstance(annotations, dict) else None
         if not (annotations and literal):
             continue
-        keys = {key for key, kind in annotations.items() if _REQUIRED_NULLABLE.match(_spelled(kind))}
+        spelled = {key: str(getattr(kind, "__forward_arg__", kind)) for key, kind in annotations.items()}
+        keys = {key for key, kind in spelled.items() if _REQUIRED_NULLABLE.match(kind)}
         for kind in re.findall(r"['\"]([^'\"]+)['\"]", literal.group(1)):
             found.setdefault(kind, set()).update(keys)
     return {kind: frozenset(keys) for kind, keys in found.items() if keys}
-
-
-def _spelled(annotation: Any) -> str:
-    """An annotation as its source spells it (the SDK's are forward references)."""
-    return str(getattr(annotation, "__forward_arg__", annotation))
 
 
 _LITERAL = re.compile(r"Literal\[([^\]]*)\]")
@@ -228,10 +197,8 @@ _REQUIRED_NULLABLE = re.compile(r"^Required\[(Optional\[|Union\[.*\bNone\b)")
 
 
 def _unique_ids(response: Message, after: Sequence[Msg] = ()) -> dict[int, str]:
-    """Block index -> its call's id: the model's, unless the API would refuse it or an earlier
-    call (this turn or `after`) took it; then a fresh `<id>_dupN`. Calls are looked up by id
-    everywhere (results, pruning stubs, the ledger), so a shared id would let one call stand
-    in for another, even across turns, where the API would accept it."""
+    """Block index -> its call's id: the model's, or a fresh `<id>_dupN` if the API would refuse it or an
+    earlier call (even in `after`, where the API allows it) took it: calls are looked up by id everywhere."""
     if not any(block.type == "tool_use" for block in response.content):
         return {}
     taken = {
@@ -245,10 +212,9 @@ def _unique_ids(response: Message, after: Sequence[Msg] = ()) -> dict[int, str]:
     for index, block in enumerate(response.content):
         if block.type != "tool_use":
             continue
-        wanted = block.id if isinstance(block.id, str) else ""
-        chosen = wanted
-        if not TOOL_USE_ID.fullmatch(wanted) or wanted in taken:
-            base = re.sub(r"[^a-zA-Z0-9_-]", "", wanted)[:60] or "toolu"
+        chosen = block.id if isinstance(block.id, str) else ""
+        if not TOOL_USE_ID.fullmatch(chosen) or chosen in taken:
+            base = re.sub(r"[^a-zA-Z0-9_-]", "", chosen)[:60] or "toolu"
             number = 1
             while f"{base}_dup{number}" in taken:
                 number += 1
@@ -264,8 +230,7 @@ def as_object(value: Any) -> dict[str, Any]:
 
 
 def tool_calls(response: Message, after: Sequence[Msg] = ()) -> list[ToolCall]:
-    """The turn's client tool calls, ids as `assistant_message` sends them back after `after`,
-    input exactly as the model sent it (the registry refuses a non-object)."""
+    """The turn's client calls, ids as `assistant_message` sends them, input as the model sent it."""
     return _calls(response, _unique_ids(response, after))
 
 
@@ -284,24 +249,21 @@ def tool_result_block(
 
 def tool_names_by_id(messages: Sequence[Msg]) -> dict[str, tuple[str, dict[str, Any]]]:
     """Every `tool_use` id in the history mapped to (tool name, input)."""
-    found: dict[str, tuple[str, dict[str, Any]]] = {}
-    for message in messages:
-        if message.get("role") != "assistant":
-            continue
-        for block in blocks(message):
-            if block.get("type") == "tool_use":
-                found[block["id"]] = (block["name"], block.get("input", {}))
-    return found
+    return {
+        b["id"]: (b["name"], b.get("input", {}))
+        for m in messages
+        if m.get("role") == "assistant"
+        for b in blocks(m)
+        if b.get("type") == "tool_use"
+    }
 
 
 UNANSWERED = "not run: the conversation was handed over before this call was answered"
 
 
 def opening_messages(history: Sequence[Msg], prompt: str, *, tools_declared: bool) -> list[Msg]:
-    """The first request's messages for `prompt` after `history` (a copy: block lists, no cache
-    markers). ValueError now for what the API would refuse later, less clearly: an empty or
-    non-Unicode prompt, tool blocks with no tools declared. Calls left unanswered at the end of
-    `history` get an error result each, so the model learns they never ran."""
+    """The first request's messages: a copy of `history` (block lists, no cache markers), then `prompt`.
+    ValueError now for what the API would refuse later, less clearly; calls left unanswered get an error."""
     if not prompt.strip():
         raise ValueError("prompt must not be empty (the API rejects empty text blocks)")
     try:
@@ -311,8 +273,7 @@ def opening_messages(history: Sequence[Msg], prompt: str, *, tools_declared: boo
             f"prompt is not valid Unicode text (a lone surrogate at position {error.start}): "
             "it cannot be sent as UTF-8"
         ) from None
-    earlier = [{"role": m["role"], "content": blocks(m)} for m in deep_copy(history)]
-    earlier = [{**m, "content": [_unmarked(b) for b in m["content"]]} for m in earlier]
+    earlier = [{"role": m["role"], "content": [_unmarked(b) for b in blocks(m)]} for m in deep_copy(history)]
     kinds = {b.get("type") for m in earlier for b in m["content"]}
     if not tools_declared and kinds & {"tool_use", "tool_result"}:
         raise ValueError(
@@ -327,8 +288,7 @@ def opening_messages(history: Sequence[Msg], prompt: str, *, tools_declared: boo
 
             open_calls = unanswered_calls(earlier)
             if open_calls:  # a paused turn handed over: its server calls can no longer be continued
-                last = {**last, "content": [*last["content"], *closing_results(open_calls)]}
-                earlier[-1] = last
+                last["content"] += closing_results(open_calls)
         pending = [b["id"] for b in last["content"] if b.get("type") == "tool_use"]
         answers = [tool_result_block(i, UNANSWERED, is_error=True) for i in pending]
         opening = {"role": "user", "content": [*answers, *opening["content"]]}
@@ -361,8 +321,7 @@ def final_text(messages: Sequence[Msg]) -> str:
 
 
 def cut_off_early(response: Message) -> bool:
-    """A reply stopped by `max_tokens` with nothing usable: no visible text and no complete
-    tool call (thinking alone used the budget), or cut in the middle of a tool call."""
+    """A reply cut by `max_tokens` with nothing usable: mid tool call, or no text (thinking used it all)."""
     if response.stop_reason != "max_tokens":
         return False
     said = any(b.type == "text" and b.text.strip() for b in response.content)
@@ -385,13 +344,11 @@ def content_text(content: Any) -> str:
         return content
     if not isinstance(content, list):
         return ""
-    parts = []
-    for block in content:
-        if isinstance(block, Mapping) and block.get("type") == "text":
-            parts.append(str(block.get("text", "")))
-        elif isinstance(block, Mapping):
-            parts.append(json.dumps(block, ensure_ascii=False, default=str))
-    return "\n".join(parts)
+    return "\n".join(
+        str(b.get("text", "")) if b.get("type") == "text" else json.dumps(b, ensure_ascii=False, default=str)
+        for b in content
+        if isinstance(b, Mapping)
+    )
 
 
 def visible_text(messages: Sequence[Msg]) -> str:

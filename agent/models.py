@@ -1,15 +1,9 @@
-"""One table of what each Claude model can do and costs: the single source for those facts.
+"""What each Claude model can do and costs: the one table everything reads, so a new model is one entry.
 
-The loop, the budgets, the cache guard, the validator and the simulator all read prices,
-cache minimums, efforts and thinking rules here, so a new model is one entry.
-
-Lookup is strict: a dated id maps to its family, but nothing maps across versions
-(`claude-opus-5-5` is not `claude-opus-5`: it costs $4, not $5, and binds its thinking to
-its prefix). An unknown model gets no guess; its cost and cache minimum are unknown.
-
-Server-tool fees are booked from each response's `usage.server_tool_use`, what the API
-counted: a budget that sees only tokens under-counts a search-heavy run. Code execution is
-billed by container time, which no response reports, so a run's cost leaves it out.
+Lookup is strict: a dated id maps to its family, nothing across versions (`claude-opus-5-5` costs
+$4, `claude-opus-5` $5); an unknown model gets no guess. Server-tool fees are booked from each
+response's `usage.server_tool_use` (a budget blind to them under-counts a search-heavy run); code
+execution, billed by container time that no response reports, is left out.
 """
 
 from __future__ import annotations
@@ -19,7 +13,7 @@ import re
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, get_args
+from typing import Any
 
 __all__ = [
     "EFFORTS",
@@ -73,8 +67,7 @@ SERVER_TOOL_FEES = ServerToolFees()
 
 log = logging.getLogger("agent")
 
-Effort = Literal["low", "medium", "high", "xhigh", "max"]
-EFFORTS: tuple[str, ...] = get_args(Effort)
+EFFORTS: tuple[str, ...] = ("low", "medium", "high", "xhigh", "max")
 THINKING_TYPES = ("adaptive", "enabled", "disabled", "between_tools")
 _DATED = re.compile(r"-\d{8}$")
 
@@ -119,8 +112,7 @@ class ModelInfo:
     thinking_display: str | None = None
     """The default `thinking.display` ("omitted": blocks come back empty, with a signature)."""
     preserved_thinking: bool = False
-    """Each thinking block is bound to its prefix (tools, system, every earlier block):
-    rewriting anything before it invalidates it and every later thinking block."""
+    """Each thinking block is bound to its prefix: rewriting it invalidates that block and all later ones."""
     forced_tool_use: bool = True
     """Whether `tool_choice` of type `any` or `tool` is accepted."""
 
@@ -134,12 +126,27 @@ class ModelInfo:
 
 
 _OPUS_PRICE = Price.from_base(5.0, 25.0)
-_ALL_EFFORTS = EFFORTS
+_SONNET_PRICE = Price.from_base(3.0, 15.0)
 _UP_TO_MAX = ("low", "medium", "high", "max")
 _UP_TO_HIGH = ("low", "medium", "high")
 _ADAPTIVE_ONLY = ("adaptive",)
 _ADAPTIVE_OR_OFF = ("adaptive", "disabled")
 _ANY_THINKING = ("adaptive", "enabled", "disabled")
+
+
+def _five(
+    model_id: str,
+    price: Price | None,
+    *,
+    min_cacheable: int = 512,
+    thinking: tuple[str, ...] = _ADAPTIVE_ONLY,
+    effort: str = "high",
+    display: str | None = "omitted",
+) -> ModelInfo:
+    """The 5 generation: 1M context, every effort, thinking unless told not to."""
+    return ModelInfo(
+        model_id, 1_000_000, 128_000, min_cacheable, price, EFFORTS, effort, thinking, True, display
+    )
 
 
 def _bound(
@@ -150,131 +157,42 @@ def _bound(
     effort: str = "high",
     forced_tool_use: bool = False,
 ) -> ModelInfo:
-    """The 5.5 family and Fable/Mythos 5.1+: they think unless told not to, bind each thinking
-    block to its prefix, and (where the docs say so) refuse forced tool use."""
-    return ModelInfo(
-        model_id,
-        context_window=1_000_000,
-        max_output=128_000,
-        min_cacheable=512,
-        price=price,
-        efforts=_ALL_EFFORTS,
-        default_effort=effort,
-        thinking_types=thinking,
-        thinks_by_default=True,
-        thinking_display="omitted",
-        preserved_thinking=True,
-        forced_tool_use=forced_tool_use,
-    )
+    """The 5.5 family and Fable/Mythos 5.1+ also bind thinking to its prefix; some refuse forced tool use."""
+    info = _five(model_id, price, thinking=thinking, effort=effort)
+    return replace(info, preserved_thinking=True, forced_tool_use=forced_tool_use)
 
 
-# From the platform docs (late 2026), as summarised in shared/WIRE-RULES.md. Where the docs did
-# not say, an entry takes the permissive value (accepts what the API might) and no price.
-# Prices: https://platform.claude.com/docs/en/about-claude/pricing ("Model pricing"). Every model
-# the installed SDK names (`anthropic.types.Model`) has an entry; tests/core/test_today_models.py
-# checks that, and says why the unpriced ones are unpriced.
-_FABLE_5_PRICE = Price.from_base(10.0, 50.0)  # reads $1: the standard 0.1x
+# From the platform docs (late 2026, see shared/WIRE-RULES.md; prices from .../about-claude/pricing);
+# where they are silent, the permissive value and no price. tests/core/test_today_models.py checks
+# every model the SDK names has an entry, and says why the unpriced ones are unpriced.
 _FABLE_5_1_PRICE = Price(10.0, 12.5, 20.0, 0.25, 50.0)  # reads 0.025x input, not 0.1x
 _FABLE_5_2_PRICE = Price(8.0, 10.0, 16.0, 0.20, 40.0)  # reads 0.025x input, not 0.1x
-
-
-def _fable_5(model_id: str) -> ModelInfo:
-    """Fable 5 and Mythos 5 (one model, two safeguard sets; the same specs and prices):
-    adaptive thinking is the only mode (`disabled` and a budget are a 400), reasoning comes
-    back only summarized and only on request; thinking blocks are not yet bound to their
-    prefix and forced tool use is still accepted (both changed in 5.1). platform.claude.com
-    /docs/en/models/fable-5/overview and /docs/en/models/fable-5/migration-guide."""
-    return ModelInfo(
-        model_id,
-        context_window=1_000_000,
-        max_output=128_000,
-        min_cacheable=512,
-        price=_FABLE_5_PRICE,
-        efforts=_ALL_EFFORTS,
-        default_effort="high",
-        thinking_types=_ADAPTIVE_ONLY,
-        thinks_by_default=True,
-        thinking_display="omitted",
-    )
-
 
 _DEFAULT_MODELS = (
     _bound("claude-opus-5-5", Price(4.0, 5.0, 8.0, 0.20, 20.0), effort="medium"),
     _bound("claude-sonnet-5-5", Price(2.0, 2.5, 4.0, 0.20, 10.0), thinking=("adaptive", "between_tools")),
     # Haiku 5.5: tiered prices by prompt size (not one Price); thinking and tool_choice rules unconfirmed
-    _bound(
-        "claude-haiku-5-5",
-        None,
-        thinking=(*_ANY_THINKING, "between_tools"),
-        effort="medium",
-        forced_tool_use=True,
-    ),
+    _bound("claude-haiku-5-5", None, thinking=THINKING_TYPES, effort="medium", forced_tool_use=True),
     _bound("claude-fable-5-1", _FABLE_5_1_PRICE),
     _bound("claude-fable-5-2", _FABLE_5_2_PRICE),
     _bound("claude-mythos-5-1", _FABLE_5_1_PRICE),  # limited availability; Fable 5.1's prices
     _bound("claude-mythos-5-2", None),  # limited availability; the pricing page gives it no price
-    _fable_5("claude-fable-5"),
-    _fable_5("claude-mythos-5"),
-    # Mythos Preview (invitation only, succeeded by Mythos 5): adaptive thinking only, on when
-    # `thinking` is absent; cache minimum 2,048. The pricing page lists no price for it.
-    ModelInfo(
-        "claude-mythos-preview",
-        context_window=1_000_000,
-        max_output=128_000,
-        min_cacheable=2048,
-        price=None,
-        efforts=_ALL_EFFORTS,
-        default_effort="high",
-        thinking_types=_ADAPTIVE_ONLY,
-        thinks_by_default=True,
-    ),
-    ModelInfo(
-        "claude-opus-5",
-        context_window=1_000_000,
-        max_output=128_000,
-        min_cacheable=512,
-        price=_OPUS_PRICE,
-        efforts=_ALL_EFFORTS,
-        default_effort="high",
-        thinking_types=_ADAPTIVE_OR_OFF,
-        thinks_by_default=True,
-        thinking_display="omitted",
-    ),
-    ModelInfo(
-        "claude-sonnet-5",
-        context_window=1_000_000,
-        max_output=128_000,
-        min_cacheable=1024,
-        price=Price.from_base(2.0, 10.0),
-        efforts=_ALL_EFFORTS,
-        default_effort="high",
-        thinking_types=_ADAPTIVE_OR_OFF,
-        thinks_by_default=True,
-        thinking_display="omitted",
-    ),
-    # Opus 4.7 has no extended thinking (`enabled` with a budget is a 400): adaptive, off when
-    # `thinking` is absent; Opus 4.8 "builds on Claude Opus 4.7" with the same adaptive thinking.
-    # platform.claude.com/docs/en/build-with-claude/adaptive-thinking, /docs/en/about-claude
-    # /models/whats-new-claude-4-8
-    ModelInfo(
-        "claude-opus-4-8", 1_000_000, 128_000, 1024, _OPUS_PRICE, _ALL_EFFORTS, "high", _ADAPTIVE_OR_OFF
-    ),
-    ModelInfo(
-        "claude-opus-4-7", 1_000_000, 128_000, 2048, _OPUS_PRICE, _ALL_EFFORTS, "high", _ADAPTIVE_OR_OFF
-    ),
+    # Fable 5 = Mythos 5 (two safeguard sets): adaptive thinking only, thinking not yet bound, forced
+    # tool use accepted (both changed in 5.1). platform.claude.com/docs/en/models/fable-5/overview
+    _five("claude-fable-5", Price.from_base(10.0, 50.0)),
+    _five("claude-mythos-5", Price.from_base(10.0, 50.0)),
+    # Mythos Preview (invitation only, succeeded by Mythos 5): cache minimum 2,048, no listed price.
+    _five("claude-mythos-preview", None, min_cacheable=2048, display=None),
+    _five("claude-opus-5", _OPUS_PRICE, thinking=_ADAPTIVE_OR_OFF),
+    _five("claude-sonnet-5", Price.from_base(2.0, 10.0), min_cacheable=1024, thinking=_ADAPTIVE_OR_OFF),
+    # Opus 4.7, and 4.8 that "builds on" it: adaptive thinking, off when `thinking` is absent (`enabled`
+    # is a 400). platform.claude.com/docs/en/build-with-claude/adaptive-thinking
+    ModelInfo("claude-opus-4-8", 1_000_000, 128_000, 1024, _OPUS_PRICE, EFFORTS, "high", _ADAPTIVE_OR_OFF),
+    ModelInfo("claude-opus-4-7", 1_000_000, 128_000, 2048, _OPUS_PRICE, EFFORTS, "high", _ADAPTIVE_OR_OFF),
     ModelInfo("claude-opus-4-6", 1_000_000, 128_000, 4096, _OPUS_PRICE, _UP_TO_MAX, "high", _ANY_THINKING),
     ModelInfo("claude-opus-4-5", 200_000, 64_000, 4096, _OPUS_PRICE, _UP_TO_HIGH, "high"),
-    ModelInfo(
-        "claude-sonnet-4-6",
-        1_000_000,
-        64_000,
-        1024,
-        Price.from_base(3.0, 15.0),
-        _UP_TO_MAX,
-        "high",
-        _ANY_THINKING,
-    ),
-    ModelInfo("claude-sonnet-4-5", 200_000, 64_000, 1024, Price.from_base(3.0, 15.0)),
+    ModelInfo("claude-sonnet-4-6", 1_000_000, 64_000, 1024, _SONNET_PRICE, _UP_TO_MAX, "high", _ANY_THINKING),
+    ModelInfo("claude-sonnet-4-5", 200_000, 64_000, 1024, _SONNET_PRICE),
     ModelInfo("claude-haiku-4-5", 200_000, 64_000, 4096, Price.from_base(1.0, 5.0)),
 )
 
@@ -382,6 +300,5 @@ def check_thinking(thinking: Mapping[str, Any] | None, info: ModelInfo | None = 
     if kind == "enabled" and not isinstance(thinking.get("budget_tokens"), int):
         raise ValueError('thinking {"type": "enabled"} needs an integer budget_tokens')
     if info is not None and kind not in info.thinking_types:
-        raise ValueError(
-            f"{info.id} does not accept thinking type {kind!r} (it takes {', '.join(info.thinking_types)})"
-        )
+        allowed = ", ".join(info.thinking_types)
+        raise ValueError(f"{info.id} does not accept thinking type {kind!r} (it takes {allowed})")

@@ -1,18 +1,9 @@
 """Any Python value a tool returns, made safe to show a model and to write down: never raises.
 
-A tool may return anything: tuple keys, an int too long to print, a list that holds
-itself, a dict 10,000 levels deep, an object whose `__str__` raises, a lone surrogate, a
-small structure that shares itself into terabytes of text. Any of those would crash a
-writer downstream (the session file, the request encoder), so `renderable` and `safe_text`
-spell each odd part as text (the walk, in `agent.odd_values`, loads only when a value
-needs it).
-
-`redact` is the project's one secret policy. Whatever the framework writes (session
-record, artifacts, request log, errors, warnings) can outlive the run and be shared, and
-what the model reads may be quoted anywhere; a tool echoing its environment or a 401
-quoting the key would put it there in clear. So every writer, and every tool result the
-model reads, passes through `redact`. It stops accidental leaks, not an encoded key.
-"""
+Tuple keys, a huge int, a cycle, a dict 10,000 deep, a raising `__str__`, a lone surrogate would each
+crash a writer downstream, so `renderable` and `safe_text` spell odd parts as text (the walk, in
+`agent.odd_values`, loads only when needed). `redact` is the one secret policy: all that is written or
+shown to the model passes it, as it may outlive the run; it stops accidental leaks, not encoded keys."""
 
 from __future__ import annotations
 
@@ -41,8 +32,7 @@ MIN_KEY_CHARS = 8
 
 
 def redact(text: str) -> str:
-    """`text` with every key-shaped string and the configured `ANTHROPIC_API_KEY` blanked out
-    (the latter whatever its shape: a proxy or gateway key need not start with `sk-ant-`)."""
+    """`text` with key-shaped strings and the configured `ANTHROPIC_API_KEY` (of any shape) blanked out."""
     if "sk-ant-" in text:  # a substring search: far cheaper than the regex on clean text
         text = KEY_SHAPE.sub("sk-ant-[redacted]", text)
     key = os.environ.get("ANTHROPIC_API_KEY", "")
@@ -54,8 +44,7 @@ def redact(text: str) -> str:
 MAX_DEPTH = 100
 """Deeper containers are cut: downstream code (and `json`) recurses once per level."""
 MAX_VALUES = 250_000
-"""Values kept per result; past it containers are cut (a self-sharing list of lists is tiny in
-memory, astronomically large as text). Already more JSON than a text result may hold."""
+"""Values kept per result, past which containers are cut (a self-sharing list is tiny, but vast as text)."""
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _COMPACT: dict[str, Any] = {"ensure_ascii": False, "separators": (",", ":")}
 
@@ -76,10 +65,6 @@ def clean_str(text: str) -> str:
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
-def _utf8(text: str) -> bool:
-    return _SURROGATE.search(text) is None
-
-
 def _already_plain(value: Any, max_chars: int | None) -> bool:
     """The fast check: exact plain types only, no container seen twice, within the limits."""
     seen: set[int] = set()
@@ -91,7 +76,7 @@ def _already_plain(value: Any, max_chars: int | None) -> bool:
         kind = type(node)
         if kind is dict:
             for key in node:
-                if type(key) is not str or not (key.isascii() or _utf8(key)):
+                if type(key) is not str or (not key.isascii() and _SURROGATE.search(key)):
                     return False
             children: Any = node.values()
         elif kind is list or kind is tuple:
@@ -107,7 +92,7 @@ def _already_plain(value: Any, max_chars: int | None) -> bool:
         for child in children:
             kind = type(child)
             if kind is str:
-                if len(child) > longest or not (child.isascii() or _utf8(child)):
+                if len(child) > longest or (not child.isascii() and _SURROGATE.search(child)):
                     return False
             elif kind is int:
                 if child.bit_length() >= 14_000:
@@ -120,13 +105,9 @@ def _already_plain(value: Any, max_chars: int | None) -> bool:
 
 
 def renderable(value: Any, max_chars: int | None = None) -> Any:
-    """`value` if it is plain JSON data within the limits, else a plain copy with every odd
-    part spelled as text, cut past `MAX_DEPTH` levels or `MAX_VALUES` values with a note.
-
-    `json.dumps(renderable(v), ensure_ascii=False).encode("utf-8")` always works, except for
-    top-level `bytes`, which come back as they are (a top-level `str` comes back cleaned).
-    `max_chars` cuts any string nested inside a structure (the caller bounds a top-level one).
-    """
+    """`value` if plain JSON data within the limits, else a plain copy with odd parts spelled as text and
+    cuts past `MAX_DEPTH`/`MAX_VALUES` noted, so it always encodes (bar top-level `bytes`, returned as is).
+    `max_chars` cuts nested strings (the caller bounds a top-level one)."""
     if type(value) is str:
         return clean_str(value)
     if type(value) is bytes:
@@ -141,17 +122,12 @@ def renderable(value: Any, max_chars: int | None = None) -> Any:
         return f"<unrenderable {_type_name(value)}: {_type_name(error)}>"
     if not changed:
         return value
-    if type(plain) is tuple:
-        return list(plain)
-    return plain
+    return list(plain) if type(plain) is tuple else plain
 
 
 def safe_text(value: Any, limit: int | None = None) -> str:
-    """`value` as text a model can read and UTF-8 can encode; never raises.
-
-    Strings (cleaned) and bytes (decoded) are themselves; anything else is compact JSON
-    of `renderable(value)`, cut to `limit` characters when given.
-    """
+    """`value` as text UTF-8 can encode (strings cleaned, bytes decoded, else compact JSON of `renderable`),
+    cut to `limit` characters; never raises."""
     try:
         if isinstance(value, (str, bytes, bytearray)):
             text = clean_str(value) if isinstance(value, str) else bytes(value).decode("utf-8", "replace")
@@ -166,8 +142,7 @@ def safe_text(value: Any, limit: int | None = None) -> str:
 
 
 def describe_error(error: BaseException) -> str:
-    """`Type: message` for an exception, safely: its `__str__` may raise anything, even
-    SystemExit, and describing a failure must not fail too."""
+    """`Type: message` for an exception, safely: its `__str__` may raise anything, even SystemExit."""
     name = _type_name(error)
     try:
         message = str(error)

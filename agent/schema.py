@@ -1,14 +1,8 @@
-"""Tool input schemas from ordinary Python signatures.
+"""Tool input schemas from ordinary Python signatures and docstrings, never written twice by hand.
 
-The model only ever sees a JSON Schema, and the truth about a tool's arguments lives in
-its signature and docstring; so the schema is derived from them (through a pydantic model,
-which also validates the model's input), never written twice by hand. Titles pydantic
-adds are stripped: they cost tokens on every request and tell the model nothing.
-
-Accepted: functions (sync or async), bound methods, `functools.partial` objects (the
-keywords they bind are hidden from the model, which must not override them) and callable
-instances. Refused when decorated, since no call could ever work: classes, generator
-functions, `*args`/`**kwargs`, parameter names the API rejects, missing or unresolvable hints.
+A pydantic model of the arguments validates the model's input; its titles are stripped from the
+schema (tokens on every request, nothing for the model). Keywords a `functools.partial` binds are
+hidden from the model; anything no call could get through is refused when decorated.
 """
 
 from __future__ import annotations
@@ -60,8 +54,7 @@ class Described:
 
 
 IDEMPOTENCY_KEY = "idempotency_key"
-"""A parameter the framework fills, never the model: a key stable for one call across a crash
-and resume, for a backend that does an operation once per key (like `Idempotency-Key`)."""
+"""A parameter the framework fills, never the model: a key stable for one call across crash and resume."""
 
 
 def takes_idempotency_key(fn: Callable[..., Any]) -> bool:
@@ -77,10 +70,7 @@ def describe_callable(
     fn: Callable[..., Any], label: str | None = None, localns: Mapping[str, Any] | None = None
 ) -> Described:
     """Everything `input_model_for` needs to know about `fn`; TypeError if it cannot be a tool.
-
-    `label` names the tool in error messages; `localns` resolves string hints that name
-    something local to the scope that decorated the tool.
-    """
+    `localns` resolves string hints naming something local to the scope that decorated it."""
     if not callable(fn):
         raise TypeError(f"tool: a {type(fn).__name__} is not callable")
     target: Any = fn
@@ -129,37 +119,26 @@ def _hints(fn: Any, label: str, localns: Mapping[str, Any] | None) -> dict[str, 
                 return typing.get_type_hints(fn, localns=dict(localns), include_extras=True)
             except Exception:
                 pass
-        problem = f"{type(error).__name__}: {error}"
-    raise TypeError(
-        f"tool {label}: its type hints cannot be resolved ({problem}); define or import every "
-        "type a parameter names before the tool is decorated"
-    ) from None
+        raise TypeError(
+            f"tool {label}: its type hints cannot be resolved ({type(error).__name__}: {error}); define or "
+            "import every type a parameter names before the tool is decorated"
+        ) from None
 
 
 def call_arguments(fn: Callable[..., Any], arguments: BaseModel) -> tuple[list[Any], dict[str, Any]]:
-    """(positional, keyword) arguments for `fn` from its validated input model.
-
-    A parameter whose name would clash with pydantic's (`_x`, `model_config`, `json`) has
-    its own name as the field's alias; positional-only parameters are passed by position.
-    """
+    """(positional, keyword) arguments for `fn` from its validated input model (a name clashing
+    with pydantic's, like `model_config`, is the field's alias)."""
     fields = type(arguments).model_fields
     values = {info.alias or key: getattr(arguments, key) for key, info in fields.items()}
-    positional = _positional_only(fn)
-    return [values.pop(name) for name in positional if name in values], values
-
-
-def _positional_only(fn: Callable[..., Any]) -> tuple[str, ...]:
-    """The names of `fn`'s positional-only parameters."""
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
-        return ()
-    return tuple(p.name for p in params if p.kind is p.POSITIONAL_ONLY)
+        return [], values
+    return [values.pop(p.name) for p in params if p.kind is p.POSITIONAL_ONLY and p.name in values], values
 
 
 def caller_locals() -> dict[str, Any] | None:
-    """The namespace the caller of our caller runs in (where `@tool` was applied): string
-    hints may name a class local to it."""
+    """The namespace where `@tool` was applied (our caller's caller): string hints may name its locals."""
     try:
         return dict(sys._getframe(2).f_locals)
     except Exception:
@@ -200,11 +179,8 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
 def input_model_for(
     fn: Callable[..., Any], tool_name: str, *, described: Described | None = None
 ) -> type[BaseModel]:
-    """A strict pydantic model of `fn`'s arguments (unknown keys rejected).
-
-    TypeError, naming the parameter, for anything the model could never pass: a missing
-    hint, or a type JSON Schema cannot describe (a `Callable`, an arbitrary class).
-    """
+    """A strict pydantic model of `fn`'s arguments (unknown keys rejected); TypeError, naming the
+    parameter, for a missing hint or a type JSON Schema cannot describe (a `Callable`, any class)."""
     described = described or describe_callable(fn, tool_name)
     _, arg_docs = parse_docstring(described.doc)
     taken = {param.name for param in described.params}

@@ -1,11 +1,7 @@
-"""What one run is, what it may still spend, and what it leaves behind.
+"""What one run accumulates (`RunState`, so an `Agent` is configuration only) and may still spend.
 
-`RunState` holds what a run accumulates, so an `Agent` is configuration only. Budgets are
-checked *before* each call: what was billed (exact) plus the request about to be sent
-(estimated, calibrated on billed usage) must stay within them, so the only overshoot is the
-last call's output and the estimate's error. Dollars assume the worst input price the request
-could be billed at (a cache write when caching is on), never a hoped-for cache read.
-"""
+Budgets are checked *before* each call: billed usage plus the calibrated estimate of the next request, so
+the only overshoot is the last output and the estimate's error. Dollars assume the worst input price."""
 
 from __future__ import annotations
 
@@ -45,8 +41,8 @@ class BudgetPolicy:
 def check_budgets(
     request: Mapping[str, Any], state: RunState, policy: BudgetPolicy, raw: int | None = None
 ) -> None:
-    """Raise `TokenBudgetExceeded` / `CostBudgetExceeded` if `request` would break a budget
-    (`raw`: the request's `prompt_estimate`, when the caller has it already)."""
+    """Raise `TokenBudgetExceeded` / `CostBudgetExceeded` if `request` (`raw`: its `prompt_estimate`, if
+    known) would break a budget."""
     if policy.max_input_tokens is None and policy.max_cost_usd is None:
         return
     coming = state.calibration.estimate(request, raw)
@@ -104,8 +100,7 @@ class RunState:
     output: Any = None
     """The final answer as an object, set by the extension that validated it (`RunResult.output`)."""
     measured: tuple[int, dict[str, Any], int] | None = field(default=None, repr=False)
-    """(step, request, its `prompt_estimate`) of this step's last compaction measure, so sending
-    an equal request does not encode it again."""
+    """(step, request, its `prompt_estimate`) of this step's last compaction measure (`raw_estimate`)."""
 
     def result(self, text: str, stop_reason: str, detail: str | None = None) -> RunResult:
         if self.uncertain and detail is None:

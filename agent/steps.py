@@ -1,16 +1,8 @@
-"""How one loop serves both `Agent.run` and `Agent.arun`: the loop is a coroutine.
+"""How one loop serves both `Agent.run` and `Agent.arun`: the loop is a coroutine, so a fix to it fixes both.
 
-The steps that wait on the world (the model call, the tools) are awaited. `arun` awaits the
-loop on the caller's event loop; `run` drives the same coroutine on a private one (`run_sync`),
-so a fix to the loop is a fix to both. Around that, small adapters:
-
-- `settle`: a step's result, awaited if awaitable (a subclass may override a coroutine step
-  such as `call_model` with a plain method);
-- `ask`: one call through the `LLM` seam, an `AsyncLLM` awaited, a sync `LLM` via `blocking`;
-- `blocking`: a blocking call in a worker thread, so other runs on the loop go on; on `run`'s
-  private loop it is called in place (no thread hop, and Ctrl-C interrupts it as usual);
-- `Workers`: the daemon threads one run's sync tool calls run on.
-"""
+`arun` awaits it on the caller's event loop; `run` drives it on a private one (`run_sync`). The steps that
+wait on the world (the model, the tools) are awaited, through small adapters: `settle`, `ask`, `blocking`,
+and `Workers`, the threads of one run's sync tool calls."""
 
 from __future__ import annotations
 
@@ -33,18 +25,13 @@ __all__ = ["Workers", "ask", "blocking", "on_private_loop", "run_sync", "settle"
 T = TypeVar("T")
 
 _PRIVATE_LOOP: contextvars.ContextVar[bool] = contextvars.ContextVar("agent_private_loop", default=False)
-"""True inside `run_sync`: the event loop serves this one run and ends with it. So blocking
-calls need no thread, and an LLM that is both sync and async (`AsyncAnthropicLLM`) is called
-on its sync side (an async client's pooled connections would outlive the loop they need)."""
+"""True inside `run_sync`, whose loop serves one run and ends with it: blocking calls need no thread, and an
+LLM both sync and async is called sync (an async client's pooled connections would outlive the loop)."""
 
 
 def run_sync(work: Callable[[], Coroutine[Any, Any, T]]) -> T:
-    """Run the coroutine `work()` to completion from synchronous code, on a private event loop.
-
-    A thread already running a loop (a notebook, a server) cannot block on another, so there
-    the run goes to a worker thread (`arun` is the better call there). Ctrl-C raises
-    KeyboardInterrupt as without asyncio, and the session records `stopped`.
-    """
+    """Run the coroutine `work()` to completion on a private event loop: in a worker thread if this one
+    runs a loop already (a notebook: `arun` is better there). Ctrl-C raises KeyboardInterrupt as usual."""
 
     async def private() -> T:
         _PRIVATE_LOOP.set(True)
@@ -76,8 +63,7 @@ def run_sync(work: Callable[[], Coroutine[Any, Any, T]]) -> T:
 
 
 def _close(loop: asyncio.AbstractEventLoop) -> None:
-    """Close a private loop, giving what is left on it (an async tool abandoned at its timeout)
-    a moment to take its cancellation."""
+    """Close a private loop, giving what is left (an async tool past its timeout) a moment to cancel."""
     left = asyncio.all_tasks(loop)
     for task in left:
         task.cancel()
@@ -88,8 +74,7 @@ def _close(loop: asyncio.AbstractEventLoop) -> None:
 
 
 def on_private_loop() -> bool:
-    """True inside `run_sync`: a step may block the loop (it serves this one run) instead of
-    handing off to a thread."""
+    """True inside `run_sync`: a step may block the loop (it serves one run), not hand off to a thread."""
     return _PRIVATE_LOOP.get()
 
 
@@ -138,11 +123,9 @@ Job = tuple[Callable[[], Any], Callable[[Any], None], str]
 
 
 class Workers:
-    """The daemon threads of one run's sync tool calls, reused (a thread start per call costs
-    more than the rest of its dispatch): an idle one takes the run's next call, and `close` (at
-    the run's end) ends the idle ones. Daemon, so a tool hung past its timeout cannot keep the
-    process alive (it keeps its thread); per run, as a pool shared by every run would outlive
-    them. Each call runs in a fresh `contextvars` context, as on a new thread."""
+    """The daemon threads of one run's sync tool calls, reused (a thread start costs more than the rest of a
+    dispatch) and per run (a shared pool would outlive runs); daemon, so a hung tool cannot keep the process
+    alive. Each call runs in a fresh `contextvars` context, as on a new thread."""
 
     def __init__(self) -> None:
         self._idle: list[queue.SimpleQueue[Job | None]] = []
@@ -150,8 +133,8 @@ class Workers:
         self._closed = False
 
     def start(self, work: Callable[[], T], then: Callable[[T], None], name: str) -> None:
-        """`then(work())` on an idle thread of this run, else a new one named `name`; neither may
-        raise. The thread is idle again before `then` runs, so a caller woken by `then` finds it so."""
+        """`then(work())` (neither may raise) on an idle thread, else a new one named `name`; it is idle
+        again before `then` runs, so a caller woken by `then` finds it so."""
         with self._lock:
             inbox = self._idle.pop() if self._idle else None
         if inbox is None:

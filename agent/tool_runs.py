@@ -1,20 +1,15 @@
 """Running one turn's tool calls: in parallel, each bounded by its timeout, none able to crash the loop.
 
-Every failure a model can cause or a tool can suffer (an unknown name, input that is not an
-object, bad fields, an exception, even SystemExit, a timeout) becomes an `is_error` outcome
-the model can read and adapt to, and whatever a tool returns comes back renderable. Sync
-tools each run on a daemon thread, so a hung one holds only its thread and cannot keep the
-process alive; async ones run on the caller's event loop. Outcomes come back in call order.
-
-What the model is told quietly is also logged: a failed call, or a result that reached the
-model as a default repr (`<Book object at 0x7f...>`), is a WARNING on the `agent` logger,
-since a developer watching only the final answer would never learn of it.
+Every failure (an unknown name, bad input, an exception, even SystemExit, a timeout) becomes an
+`is_error` outcome the model can read and adapt to. Sync tools run on daemon threads, so a hung
+one holds only its thread; async ones on the caller's loop (`agent.tool_awaits`). A failed call,
+or a result the model reads as a default repr, is also a WARNING: a developer watching only the
+final answer would never learn of it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import copy
 import dataclasses
@@ -41,27 +36,7 @@ if TYPE_CHECKING:
     from agent.state import RunState
 
 
-__all__ = [
-    "KINDS",
-    "TOOL_NAME",
-    "Execute",
-    "Expired",
-    "Tools",
-    "arun_all",
-    "bound_output",
-    "default_repr",
-    "describe_validation",
-    "in_main_thread",
-    "input_problem",
-    "invoke",
-    "is_async",
-    "run_all",
-    "run_one",
-    "run_turn",
-    "shown_name",
-    "timeout_for",
-    "warn_outcomes",
-]
+__all__ = ["Execute", "Tools", "arun_all", "run_all", "run_one", "run_turn"]
 
 
 class Expired(Exception):
@@ -71,8 +46,7 @@ class Expired(Exception):
 def invoke(
     fn: Callable[..., Any], arguments: BaseModel, timeout: float | None, key: str | None = None
 ) -> Any:
-    """Call `fn` with its validated arguments (and `key` as its `idempotency_key`); a coroutine
-    it returns is run to its timeout."""
+    """Call `fn` with its validated arguments (and `key`); a coroutine it returns runs to its timeout."""
     args, kwargs = call_arguments(fn, arguments)
     if key is not None:
         kwargs[IDEMPOTENCY_KEY] = key
@@ -83,8 +57,7 @@ def invoke(
 
 
 def is_async(fn: Callable[..., Any]) -> bool:
-    """Declared `async` (a function, a partial of one, an async `__call__`): awaited on the
-    caller's event loop. Anything else runs in a thread, where `invoke` runs a coroutine it returns."""
+    """Declared `async` (a function, a partial of one, an async `__call__`): awaited on the loop."""
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
 
 
@@ -241,11 +214,9 @@ async def run_turn(
     on_event: Callable[[Event], None] | None = None,
     execute: Execute | None = None,
 ) -> list[ToolOutcome]:
-    """One turn's calls, outcomes in call order, each reported as an event. A call first passes
-    the extensions' `before_tool` hooks (a denial or a recorded result settles it unrun); a
-    gated call runs only if an extension decides gates (`Extension.gate`); the rest run in
-    parallel by `execute` (`arun_all` unless told). Each outcome passes `after_tool` the moment
-    it is known, so an extension can make it durable while slower calls still run."""
+    """One turn's calls, in call order, each an event. `before_tool` hooks may settle a call unrun;
+    a gated one runs only if an extension decides gates; the rest run by `execute` (`arun_all`).
+    Each outcome passes `after_tool` once known, so it can be made durable while others run."""
     extensions = state.extensions
     calls = [dataclasses.replace(c, idempotency_key=f"{state.run_id}:{c.id}") for c in calls]
     for call in calls:
@@ -291,25 +262,21 @@ async def run_turn(
 def run_all(
     registry: Tools, calls: Sequence[ToolCall], on_done: Callable[[ToolOutcome], None] | None = None
 ) -> list[ToolOutcome]:
-    """Run every call at once, each on its own daemon thread; outcomes in call order.
-
-    `on_done(outcome)` runs in a call's thread the moment it ends, so a caller can make each
-    result durable while slower calls run; an exception it raises is re-raised here.
-    """
-    return _join(registry, [_Running(call, registry.get(call.name), on_done) for call in calls])
+    """Run every call at once, each on a daemon thread; outcomes in call order. `on_done` runs in a
+    call's thread as it ends (to make it durable early); an exception it raises is re-raised here."""
+    return _join([_Running(registry, call, on_done) for call in calls])
 
 
-def _join(registry: Tools, running: list[_Running], workers: Workers | None = None) -> list[ToolOutcome]:
+def _join(running: list[_Running], workers: Workers | None = None) -> list[ToolOutcome]:
     """Start each call on a thread (of `workers`, if given) and wait for all, each up to its
     timeout. Stopped while waiting (Ctrl-C), later outcomes are no longer reported."""
     started = time.monotonic()
-    start = workers.start if workers is not None else _start
     for item in running:
-        start(functools.partial(item.work, registry), item.publish, f"tool-{item.call.name}")
+        item.start(workers)
     outcomes = []
     try:
         for item in running:
-            timeout = timeout_for(registry, item.tool)
+            timeout = item.timeout
             remaining = None if timeout is None else max(0.0, started + timeout - time.monotonic())
             try:
                 outcomes.append(item.future.result(timeout=remaining))
@@ -329,113 +296,14 @@ async def arun_all(
     on_done: Callable[[ToolOutcome], None] | None = None,
     workers: Workers | None = None,
 ) -> list[ToolOutcome]:
-    """`run_all` for the event loop: async tools run concurrently on it, the others each on a
-    daemon thread (of `workers`, if given). Cancelled, it cancels the async tools; threads
-    cannot be stopped, and what they finish later is not reported. An async tool that blocks
-    the loop (`time.sleep`) blocks every run on it."""
-    running = [_Running(call, registry.get(call.name), on_done) for call in calls]
-    if on_private_loop() and not any(item.tool is not None and is_async(item.tool.fn) for item in running):
-        return _join(registry, running, workers)  # `run`'s own loop: nothing else waits on it
-    try:
-        if len(running) == 1:  # the usual turn: no task to gather it into
-            return [await _await_one(registry, running[0], workers)]
-        return list(await asyncio.gather(*(_await_one(registry, item, workers) for item in running)))
-    except BaseException:
-        for item in running:
-            item.abandon()
-        raise
+    """`run_all` for the event loop: async tools run on it, the others on daemon threads (of
+    `workers`). Cancelled, it cancels the async tools; what threads finish later is not reported."""
+    running = [_Running(registry, call, on_done) for call in calls]
+    if on_private_loop() and not any(item.awaited for item in running):
+        return _join(running, workers)  # `run`'s own loop: nothing else waits on it
+    from agent.tool_awaits import await_all  # loaded by the runs that share a loop or await a tool
 
-
-async def _await_one(registry: Tools, item: _Running, workers: Workers | None = None) -> ToolOutcome:
-    timeout = timeout_for(registry, item.tool)
-    if item.tool is not None and is_async(item.tool.fn):
-        work: asyncio.Future[ToolOutcome] = asyncio.ensure_future(_arun_one(registry, item))
-    else:
-        work = item.in_thread(registry, workers)
-    try:
-        done, _ = await asyncio.wait({work}, timeout=timeout)
-    except BaseException:  # cancelled: whatever the tool does next is no longer reported
-        item.abandon()
-        work.cancel()
-        raise
-    if not done:  # the tool sees its cancellation only after the timeout outcome is claimed
-        work.cancel()
-        late = f"timeout: {item.call.name} did not finish in {timeout:g}s"
-        return item.finish(ToolOutcome(item.call, late, True, timeout or 0.0, item.tool))
-    return work.result()
-
-
-async def _arun_one(registry: Tools, item: _Running) -> ToolOutcome:
-    """`run_one` for an async tool, awaited on the event loop."""
-    started, call = time.monotonic(), item.call
-    prepared = _prepare(registry, call)
-    if isinstance(prepared, ToolOutcome):
-        return item.finish(prepared)
-    tool_, arguments = prepared
-    watched: _Watched | None = None
-    try:
-        args, kwargs = call_arguments(tool_.fn, arguments)
-        if (key := _key(call, tool_)) is not None:
-            kwargs[IDEMPOTENCY_KEY] = key
-        watched = _Watched(tool_.fn(*args, **kwargs))
-        value, failed = await watched, False
-    except KeyboardInterrupt as error:
-        if in_main_thread():  # the loop runs there: this may be the user's Ctrl-C
-            raise
-        value, failed = describe_error(error), True
-    except BaseException as error:  # as in run_one, a CancelledError too (ours, after a timeout)
-        value, failed = describe_error(error), True
-    seconds = time.monotonic() - started
-    blocked = watched.longest if watched is not None else 0.0
-    if blocked >= BLOCKING_S:
-        log.warning(
-            "[tool %s] blocked the event loop for %.1f s without yielding (every run on the loop "
-            "waited): make it a plain def, or await asyncio.sleep / asyncio.to_thread",
-            call.name,
-            blocked,
-        )
-    limit = timeout_for(registry, tool_)
-    if limit is not None and blocked >= limit:  # its timeout could not fire: the loop was held
-        late = (
-            f"timeout: {call.name} did not finish in {limit:g}s (it blocked the event loop {blocked:.1f} s)"
-        )
-        return item.finish(ToolOutcome(call, late, True, seconds, tool_))
-    return item.finish(ToolOutcome(call, _rendered(registry, value, call.name), failed, seconds, tool_))
-
-
-BLOCKING_S = 1.0
-"""An async tool that runs this long without yielding is reported: it holds every run on the
-loop, and no timeout can fire meanwhile."""
-
-
-class _Watched:
-    """Awaits a coroutine slice by slice (code run without giving the loop back), timing each:
-    the longest is how long the tool blocked the loop (a `time.sleep` in an `async def`)."""
-
-    def __init__(self, coroutine: Any) -> None:
-        self.coroutine = coroutine
-        self.longest = 0.0
-
-    def __await__(self) -> Any:
-        inner = self.coroutine.__await__()
-        sent: Any = None
-        thrown: BaseException | None = None
-        while True:
-            started = time.monotonic()
-            try:
-                yielded = inner.throw(thrown) if thrown is not None else inner.send(sent)
-            except StopIteration as stop:
-                return stop.value
-            finally:
-                self.longest = max(self.longest, time.monotonic() - started)
-            sent, thrown = None, None
-            try:
-                sent = yield yielded
-            except GeneratorExit:
-                inner.close()
-                raise
-            except BaseException as error:  # a cancellation, say: passed on to the tool
-                thrown = error
+    return await await_all(running, workers)
 
 
 def _key(call: ToolCall, tool_: Tool) -> str | None:
@@ -461,12 +329,9 @@ def _prepare(registry: Tools, call: ToolCall) -> tuple[Tool, BaseModel] | ToolOu
 
 
 def run_one(registry: Tools, call: ToolCall) -> ToolOutcome:
-    """Validate and run one call, turning every failure into an error outcome.
-
-    A value is never made an error for its shape (an irreversible tool did take effect), save
-    a generator (its body never ran). A tool's own KeyboardInterrupt or SystemExit is that
-    call's failure: in a worker thread neither can be the user's Ctrl-C.
-    """
+    """Validate and run one call, every failure an error outcome. A value is never an error for its
+    shape (an irreversible tool did take effect), save a generator (its body never ran); a tool's own
+    KeyboardInterrupt or SystemExit fails the call: in a worker thread neither is the user's Ctrl-C."""
     started = time.monotonic()
     prepared = _prepare(registry, call)
     if isinstance(prepared, ToolOutcome):
@@ -517,10 +382,27 @@ class _Running:
     """One call in flight: whichever ends it first (its thread, or the caller's timeout)
     reports the outcome, exactly once."""
 
-    def __init__(self, call: ToolCall, tool_: Tool | None, on_done: Callable[[ToolOutcome], None] | None):
-        self.call, self.tool, self.on_done = call, tool_, on_done
+    def __init__(self, registry: Tools, call: ToolCall, on_done: Callable[[ToolOutcome], None] | None):
+        self.registry, self.call, self.on_done = registry, call, on_done
+        self.tool = registry.get(call.name)
+        self.timeout = timeout_for(registry, self.tool)
+        self.awaited = self.tool is not None and is_async(self.tool.fn)
         self.future: Future[ToolOutcome] = Future()
         self._claimed = threading.Lock()
+
+    def prepare(self) -> tuple[Tool, BaseModel] | ToolOutcome:
+        return _prepare(self.registry, self.call)
+
+    def key(self, tool_: Tool) -> str | None:
+        return _key(self.call, tool_)
+
+    def rendered(self, value: Any) -> Any:
+        return _rendered(self.registry, value, self.call.name)
+
+    def start(self, workers: Workers | None) -> None:
+        """Run the call on a daemon thread (of `workers`, if given); `future` gets its outcome."""
+        start = workers.start if workers is not None else _start
+        start(self.work, self.publish, f"tool-{self.call.name}")
 
     def finish(self, outcome: ToolOutcome) -> ToolOutcome:
         if self._claimed.acquire(blocking=False) and self.on_done is not None:
@@ -531,25 +413,10 @@ class _Running:
         """The caller stopped waiting (cancelled): an outcome arriving later is not reported."""
         self._claimed.acquire(blocking=False)
 
-    def in_thread(self, registry: Tools, workers: Workers | None = None) -> asyncio.Future[ToolOutcome]:
-        """Start the call on a daemon thread (of `workers`, if given); the returned future, of
-        the running loop, gets its outcome."""
-        loop = asyncio.get_running_loop()
-        landed: asyncio.Future[ToolOutcome] = loop.create_future()
-
-        def land(source: Future[ToolOutcome]) -> None:
-            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is waiting
-                loop.call_soon_threadsafe(_copy_outcome, source, landed)
-
-        self.future.add_done_callback(land)
-        start = workers.start if workers is not None else _start
-        start(functools.partial(self.work, registry), self.publish, f"tool-{self.call.name}")
-        return landed
-
-    def work(self, registry: Tools) -> ToolOutcome:
+    def work(self) -> ToolOutcome:
         """The call's outcome (in its thread; a failure of any kind is an error outcome)."""
         try:
-            return run_one(registry, self.call)
+            return run_one(self.registry, self.call)
         except BaseException as error:  # SystemExit and friends: still just this call's failure
             return ToolOutcome(self.call, describe_error(error), True, tool=self.tool)
 
@@ -559,11 +426,3 @@ class _Running:
             self.future.set_result(self.finish(outcome))
         except BaseException as error:  # on_done failed: the caller re-raises it
             self.future.set_exception(error)
-
-
-def _copy_outcome(source: Future[ToolOutcome], target: asyncio.Future[ToolOutcome]) -> None:
-    if not target.done():
-        if (error := source.exception()) is not None:
-            target.set_exception(error)
-        else:
-            target.set_result(source.result())

@@ -1,10 +1,5 @@
-"""Tools: what a tool is, and the registry that declares an agent's tools in a stable order.
-
-`@tool` turns a typed callable into a `Tool` (its input model built by `agent.schema`),
-refusing at decoration time anything no call could ever get through. `ToolCall` is one call
-the model asked for, `ToolOutcome` what running it produced (`agent.tool_runs` runs them),
-`ServerTool` a tool the API runs. `ToolRegistry` declares them sorted by name: a byte-stable
-prefix is what prompt caching needs.
+"""Tools, and the registry that declares an agent's tools sorted by name: a byte-stable prefix is
+what prompt caching needs. `@tool` refuses at decoration time anything no call could get through.
 """
 
 from __future__ import annotations
@@ -46,8 +41,7 @@ TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,128}")
 """What the API accepts as a tool name."""
 
 MAX_OUTPUT_CHARS = 1_000_000
-"""Longest text (str or bytes) result kept from one call (its middle cut): a runaway tool's
-megabytes must not fill memory, the session file or the artifact store."""
+"""Longest str or bytes result kept from one call (its middle cut): a runaway tool must not fill memory."""
 
 
 @dataclass(frozen=True)
@@ -71,11 +65,9 @@ class Tool:
     timeout: float | None = None
     """Seconds before the call becomes an error result; None uses the agent's default."""
     defer: bool | None = None
-    """True: declared with `defer_loading: true` (loaded only once a tool search finds it).
-    False: never deferred (a tool every step needs). None: a tool search extension decides."""
+    """`defer_loading`: True always (a tool search loads it), False never, None: a tool search decides."""
     idempotent: bool = False
-    """The function takes an `idempotency_key` (hidden from the model) for a backend that acts
-    once per key, so a call a crash left in doubt can be run again and take effect once."""
+    """Takes a hidden `idempotency_key` for a backend that acts once per key: a call in doubt can rerun."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not TOOL_NAME.fullmatch(self.name):
@@ -94,8 +86,7 @@ class Tool:
 
     @functools.cached_property
     def input_schema(self) -> dict[str, Any]:
-        """The JSON Schema of the tool's input, derived once: a frozen `Tool`'s schema cannot go
-        stale, and pydantic's schema generation is costly."""
+        """The input's JSON Schema, derived once: it cannot go stale, and pydantic's generation is costly."""
         return json_schema(self.input_model)
 
     @functools.cached_property
@@ -103,8 +94,7 @@ class Tool:
         return json.dumps(self.input_schema)
 
     def declaration(self) -> dict[str, Any]:
-        """The tool as the Messages API declares it (a fresh copy: a caller may mark it; read
-        back from its JSON, which is quicker than `copy.deepcopy` and equal for JSON data)."""
+        """The tool as the API declares it: a fresh copy a caller may mark (JSON is quicker than deepcopy)."""
         return {
             "name": self.name,
             "description": self.description,
@@ -190,8 +180,7 @@ class ToolCall:
 
 @dataclass
 class ToolOutcome:
-    """What running one call produced. `value` is the tool's return, renderable but not yet
-    slimmed (the very object when it is plain data), or the error text."""
+    """What running one call produced: `value` is the tool's return, not yet slimmed, or the error text."""
 
     call: ToolCall
     value: Any = None
@@ -201,8 +190,7 @@ class ToolOutcome:
 
     @property
     def uncertain(self) -> bool:
-        """An irreversible call that may or may not have taken effect: it timed out (and may
-        still be running), or a run died while it ran ("outcome unknown")."""
+        """An irreversible call that may have taken effect: it timed out, or a run died while it ran."""
         return (
             self.tool is not None
             and self.tool.irreversible
@@ -221,8 +209,7 @@ def _keep(keep: Iterable[str] | None, name: str) -> tuple[str, ...] | None:
 
 @dataclass(frozen=True)
 class ServerTool:
-    """A tool the API runs, declared by its versioned definition (sent as given). `betas` names
-    any `anthropic-beta` header it needs, which the loop adds to the request."""
+    """A tool the API runs, by its versioned definition; `betas`: the `anthropic-beta` headers it needs."""
 
     definition: Mapping[str, Any]
     betas: tuple[str, ...] = field(default=())
@@ -324,8 +311,7 @@ class ToolRegistry:
         return len(self._tools) + len(self._server)
 
     def declarations(self) -> list[dict[str, Any]]:
-        """Tool declarations sorted by name (server tools among them), the cache-friendly,
-        byte-stable order; a `defer=True` tool carries `defer_loading: true`."""
+        """Declarations sorted by name (server tools among them): the byte-stable order caching needs."""
         functions = [
             {**t.declaration(), "defer_loading": True} if t.defer is True else t.declaration() for t in self
         ]
@@ -334,8 +320,7 @@ class ToolRegistry:
 
 
 class RunTools:
-    """The registry as one run's calls see it: a tool named in `own` is the run's version of
-    the registry's (the same declaration, bound to the run), every other name the registry's."""
+    """The registry as one run's calls see it: a tool named in `own` is the registry's, bound to the run."""
 
     def __init__(self, registry: ToolRegistry, own: Mapping[str, Tool]) -> None:
         self.registry, self.own = registry, dict(own)

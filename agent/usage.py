@@ -1,15 +1,8 @@
 """What every model call cost, in tokens and dollars, and a readable line about it.
 
-A prompt is billed in three parts, each at its own price: uncached input, cache writes and
-cache reads. Judging a change by `input_tokens` alone once caching is on is the classic
-mistake, so every record carries all three and their sum. A model without a known price
-costs `None`: a guessed dollar figure is worse than none.
-
-One call can be several samplings, each billed: server-side compaction summarizes before the
-answer, an advisor tool runs a second model mid-answer, a server tool loop samples once per
-turn, a server-side fallback answers on another model. The response lists them in
-`usage.iterations`, and then the top-level counts are only part of the bill: a step costs the
-sum of its iterations, each at its own model's prices (`billed_iterations` states the rule).
+Every record carries uncached input, cache writes and cache reads, each at its own price: judging
+by `input_tokens` alone once caching is on is the classic mistake. One call can be several billed
+samplings (`billed_iterations`). An unknown price is `None`: a guessed dollar figure is worse.
 """
 
 from __future__ import annotations
@@ -29,6 +22,7 @@ from agent.models import MODELS, ModelTable, Price
 __all__ = [
     "BATCH_PRICE_FACTOR",
     "PRICES",
+    "TOKEN_COUNTS",
     "ImpossibleUsage",
     "Price",
     "RunUsage",
@@ -36,6 +30,7 @@ __all__ = [
     "billed_iterations",
     "cost_of",
     "price_for",
+    "undeclared",
 ]
 
 log = logging.getLogger("agent")
@@ -46,11 +41,8 @@ PRICES: Mapping[str, Price] = MappingProxyType({m.id: m.price for m in MODELS.va
 
 
 BATCH_PRICE_FACTOR = 0.5
-"""What a call answered through the Message Batches API pays of the standard token prices. "All
-usage is charged at 50% of standard API prices", input, output, cache writes and reads alike
-(https://platform.claude.com/docs/en/build-with-claude/batch-processing, "Pricing"); such a reply
-says so in `usage.service_tier == "batch"`, so the price follows the reply, not how it was asked.
-Server-tool fees (a web search's per-use fee) are not token prices and are not discounted here."""
+"""The share of token prices a batch answer pays (`usage.service_tier == "batch"`: the reply decides);
+server-tool fees are not discounted. platform.claude.com/docs/en/build-with-claude/batch-processing"""
 
 
 def price_for(model: str, models: ModelTable = MODELS) -> Price | None:
@@ -72,35 +64,24 @@ def cost_of(usage: Mapping[str, Any], price: Price) -> float:
     return dollars
 
 
-_COUNTS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+TOKEN_COUNTS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 
 
 class ImpossibleUsage(ValueError):
-    """A token count no server could mean (negative, fractional, NaN, not a number). Booked as
-    it stands, -50M tokens is a $250 refund no dollar budget would stop; so the answer counts
-    as unreadable: retried, its cost estimated, never free."""
+    """A token count no server could mean (negative, fractional, NaN): -50M tokens booked is a
+    $250 refund no budget would stop, so the answer is unreadable: retried, estimated, never free."""
 
 
 def billed_iterations(usage: Any) -> list[dict[str, Any]]:
-    """The sampling iterations `usage` (a response's) lists, as dicts in the API's shape; []
-    when it lists none. `ValueError` for a list no server could mean (an entry that is not
-    an object, a count that is not a whole number >= 0).
+    """The sampling iterations a response's `usage` lists, as API-shaped dicts ([] for none);
+    `ValueError` for an entry that is not an object or a count not a whole number >= 0.
 
-    How they relate to the top-level counts, from the SDK's documentation of
-    `usage.iterations` (anthropic 2.15, `BetaUsage`) and responses recorded from the live API
-    (../shared/realdata): the top level counts the response's own model answering (its
-    `message` entries, or the `fallback_message` entry of a turn a fallback model served) and
-    leaves the rest out. A `compaction` entry's tokens "are not included in the top-level
-    `usage` fields"; an `advisor_message` entry is the advisor model's sub-inference, billed at
-    that model's prices and outside the top level too (recorded on claude-sonnet-5: top-level
-    input 2,390 = its two `message` entries, 1,128 + 1,262; the advisor's 2,518 on
-    claude-opus-4-8 in neither). So once iterations are listed, the bill is their sum, each at
-    the prices of its own `model` (the response's when it names none), and the top level is a
-    part of that sum, never added to it. Should the entries ever sum to less than the top
-    level, the difference is billed too, at the response's model: a step never costs less
-    than its top-level usage.
+    The top level counts only the response's own model answering (`message`, `fallback_message`),
+    not `compaction` or `advisor_message` entries (SDK docs of `BetaUsage.iterations`; live replies
+    in ../shared/realdata). So the bill is the entries' sum, each at its `model`'s prices, plus
+    whatever the top level counts beyond them: a step never costs less than its top-level usage.
     """
-    listed = _undeclared(usage, "iterations")
+    listed = undeclared(usage, "iterations")
     if listed is None:
         return []
     if not isinstance(listed, Sequence) or isinstance(listed, (str, bytes)):
@@ -110,7 +91,7 @@ def billed_iterations(usage: Any) -> list[dict[str, Any]]:
         plain = entry.model_dump() if hasattr(entry, "model_dump") else entry
         if not isinstance(plain, Mapping):
             raise ValueError(f"usage.iterations[{number}] is not an object: {entry!r}")
-        for name in (*_COUNTS, "ephemeral_1h_input_tokens"):
+        for name in (*TOKEN_COUNTS, "ephemeral_1h_input_tokens"):
             where = plain.get("cache_creation") if name == "ephemeral_1h_input_tokens" else plain
             value = where.get(name) if isinstance(where, Mapping) else None
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
@@ -200,14 +181,11 @@ class Usage:
     server_tool_fees_usd: float = 0.0
     """The part of `cost_usd` that server tools cost beyond tokens."""
     iterations: tuple[str, ...] = ()
-    """The samplings billed, as the response's `usage.iterations` listed them (`compaction`,
-    `message`, `advisor_message@claude-opus-4-8`: the model where it is not the step's); empty
-    when it listed none. The token counts above are their sums: what was billed."""
+    """The samplings billed as `usage.iterations` listed them (`compaction`, `message`,
+    `advisor_message@claude-opus-4-8`); empty for none. The counts above are their sums."""
     request_prompt: int | None = None
-    """The prompt of the request as sent, what the token calibration learns from: the first
-    iteration's when that is the model reading the request (`message`), 0 when a compaction
-    came first (the response gives no count of the request as sent); None when the response
-    listed no iterations, as then it is `prompt`."""
+    """The request's prompt as sent, for the token calibration: the first iteration's when it is
+    a `message`, 0 after a compaction (unreported), None without iterations (then `prompt`)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.iterations, tuple):  # a record read back from JSON
@@ -236,10 +214,8 @@ class Usage:
         models: ModelTable = MODELS,
         model: str | None = None,
     ) -> Usage:
-        """The usage of `message`, priced as `model` (the id that was asked for) when given:
-        a compatible server may answer with another spelling of the same model. With
-        `usage.iterations`, the counts and the cost are the iterations' (`billed_iterations`);
-        a step with an iteration on a model of unknown price costs None."""
+        """The usage of `message`, priced as `model` (the id asked for: a compatible server may
+        spell it otherwise); with iterations, theirs, None if one's model has no known price."""
         u = message.usage
         own = (models.price(model) if model else None) or models.price(message.model)
         top = _Tokens.of(u)
@@ -266,8 +242,7 @@ class Usage:
             tokens_cost = sum(cost_of(tokens.api(), price) for tokens, price in bills if price is not None)
             batch = getattr(u, "service_tier", None) == "batch"
             cost = tokens_cost * (BATCH_PRICE_FACTOR if batch else 1.0) + fees
-        tools = tuple(b.name for b in message.content if b.type == "tool_use")
-        changes = _undeclared(message, "input_transformations") or []
+        changes = undeclared(message, "input_transformations") or []
         dropped = sum(1 for c in changes if isinstance(c, dict) and c.get("type") == "thinking_dropped")
         return cls(
             step,
@@ -280,7 +255,7 @@ class Usage:
             cost,
             latency_s,
             message.stop_reason,
-            tools,
+            tuple(b.name for b in message.content if b.type == "tool_use"),
             billed.cache_write_1h,
             thinking_dropped=dropped,
             web_searches=server.get("web_search_requests") or 0,
@@ -292,13 +267,13 @@ class Usage:
 
     def line(self, run_hit_ratio: float | None = None) -> str:
         """`[step 2] prompt=3,412 (read=2,980 write=0 uncached=432) out=120 $0.0031 step_hit=87%`,
-        then `run_hit=60%` when given: labelled apart, as a run total read as a step's misleads."""
+        then `run_hit=60%` if given: labelled apart, as a run total read as a step's misleads."""
         cost = "$?" if self.cost_usd is None else f"${self.cost_usd:.4f}"
         text = (
             f"[step {self.step}] prompt={self.prompt:,} (read={self.cache_read:,} "
             f"write={self.cache_write:,} uncached={self.uncached:,}) out={self.output:,} {cost}"
+            f" step_hit={self.hit_ratio:.0%}"
         )
-        text += f" step_hit={self.hit_ratio:.0%}"
         if run_hit_ratio is not None:
             text += f" run_hit={run_hit_ratio:.0%}"
         if self.tools:
@@ -325,64 +300,15 @@ class Usage:
         return record
 
 
-class _Totals:
-    """Running sums over a run's records, folding in only those added since the last read. A
-    list replaced, shortened or rewritten at its newest counted record is summed again from
-    the start, so a total is never stale."""
-
-    def __init__(self) -> None:
-        self.reset(None)
-
-    def reset(self, source: list[Usage] | None) -> None:
-        self.source = source
-        self.counted = 0
-        self.last: Usage | None = None
-        self.uncached = self.cache_read = self.cache_write = self.output = self.prompt = 0
-        self.largest_prompt = 0
-        self.cost = 0.0
-        self.unpriced = 0
-
-    def sync(self, steps: list[Usage]) -> _Totals:
-        if (
-            steps is not self.source
-            or len(steps) < self.counted
-            or (self.counted and steps[self.counted - 1] is not self.last)
-        ):
-            self.reset(steps)
-        for step in steps[self.counted :]:
-            self.uncached += step.uncached
-            self.cache_read += step.cache_read
-            self.cache_write += step.cache_write
-            self.output += step.output
-            prompt = step.prompt
-            self.prompt += prompt
-            self.largest_prompt = max(self.largest_prompt, prompt)
-            if step.cost_usd is None:
-                self.unpriced += 1
-            else:
-                self.cost += step.cost_usd
-        if len(steps) > self.counted:
-            self.counted, self.last = len(steps), steps[-1]
-        return self
-
-
 @dataclass
 class RunUsage:
-    """Per-step records of a run and their totals (kept as running sums: a step's budget check
-    and log line cost the same at step 5 as at step 500)."""
+    """Per-step records of a run and their totals, summed when asked: a list a caller replaced,
+    shortened or edited is counted as it now is."""
 
     steps: list[Usage] = field(default_factory=list)
 
-    def __post_init__(self) -> None:
-        self._totals = _Totals()
-
-    @property
-    def totals(self) -> _Totals:
-        return self._totals.sync(self.steps)
-
     def add(self, record: Usage, jsonl: Path | None = None, run_id: str | None = None) -> None:
-        """Book `record`; with `jsonl`, also append it there as one JSON line, tagged with
-        `run_id` so one log can hold many runs and still be read (and charted) run by run."""
+        """Book `record`; with `jsonl`, also append it there tagged with `run_id` (a log of many runs)."""
         self.steps.append(record)
         if log.isEnabledFor(logging.INFO):
             log.info(record.line(self.cache_hit_ratio))
@@ -396,44 +322,43 @@ class RunUsage:
 
     @property
     def uncached(self) -> int:
-        return self.totals.uncached
+        return sum(s.uncached for s in self.steps)
 
     @property
     def cache_read(self) -> int:
-        return self.totals.cache_read
+        return sum(s.cache_read for s in self.steps)
 
     @property
     def cache_write(self) -> int:
-        return self.totals.cache_write
+        return sum(s.cache_write for s in self.steps)
 
     @property
     def output(self) -> int:
-        return self.totals.output
+        return sum(s.output for s in self.steps)
 
     @property
     def prompt(self) -> int:
         """Cumulative prompt tokens over all calls (what `max_input_tokens` limits)."""
-        return self.totals.prompt
+        return sum(s.prompt for s in self.steps)
 
     @property
     def cost_usd(self) -> float | None:
         """Total dollars, or None as soon as one step's model had no known price."""
-        totals = self.totals
-        return None if totals.unpriced else totals.cost
+        return None if any(s.cost_usd is None for s in self.steps) else self.priced_cost_usd
 
     @property
     def priced_cost_usd(self) -> float:
         """Dollars of the calls with a known price (an unpriced call adds 0): what a budget counts."""
-        return self.totals.cost
+        return sum(s.cost_usd or 0.0 for s in self.steps)
 
     @property
     def cache_hit_ratio(self) -> float:
-        totals = self.totals
-        return totals.cache_read / totals.prompt if totals.prompt else 0.0
+        prompt = self.prompt
+        return self.cache_read / prompt if prompt else 0.0
 
     @property
     def largest_prompt(self) -> int:
-        return self.totals.largest_prompt
+        return max((s.prompt for s in self.steps), default=0)
 
     def summary(self) -> str:
         cost = "?" if self.cost_usd is None else f"{self.cost_usd:.4f}"
@@ -444,9 +369,8 @@ class RunUsage:
         )
 
 
-def _undeclared(message: Any, key: str) -> Any:
-    """A response field the SDK's types may not declare yet: a declared field, else pydantic's
-    extras (read directly: `getattr` misses slowly, through a raised AttributeError)."""
+def undeclared(message: Any, key: str) -> Any:
+    """A field the SDK may not declare yet, else pydantic's extras (a `getattr` miss raises: slow)."""
     if not hasattr(message, "__pydantic_extra__"):
         return getattr(message, key, None)
     declared = message.__dict__.get(key)

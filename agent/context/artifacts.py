@@ -1,18 +1,10 @@
-"""Full tool results kept on disk, so whatever the context leaves out stays one read away.
+"""Full tool results kept on disk, so whatever the context cuts stays one read away.
 
-Cutting a tool result is only safe if the cut part can be had back. So every non-trivial
-result is stored in full, and the text the model reads carries a plain, greppable pointer
-(`marker` builds it, `find_pointer` finds it, the `read_artifact` tool reads it back):
-
-    artifact:search_orders-1f0c9a7e42b1.json
-
-A name is the tool name plus a hash of the content: the same output is stored once, and a
-name can never point at different bytes. What is written is redacted first. A run appends
-its artifacts to one pack (`agent.context.packs`), indexed by `tool_use_id` in a JSONL file
-once whole, so lookups survive a resume; sizes are capped. Safety lives in `run_folders.py`:
-a live run's lease keeps cleanup off it, and files are opened relative to a folder
-descriptor and checked on the open inode, so neither a symlink swap nor a hard link from
-outside is ever read. Close the store when the run ends, to release its lease.
+A cut result carries a greppable pointer (`artifact:search_orders-1f0c9a7e42b1.json`) that
+the `read_artifact` tool reads back. A name is the tool name plus a hash of the content, so
+it never points at different bytes. Results are redacted, appended to the run's pack
+(`agent.context.packs`) and indexed by `tool_use_id`, so lookups survive a resume. Leases and
+safe opening live in `run_folders.py`; close the store when the run ends, to release its lease.
 """
 
 from __future__ import annotations
@@ -86,13 +78,8 @@ def find_pointer(text: str) -> str | None:
     return found.group(1) if found else None
 
 
-def is_artifact_name(name: str) -> bool:
-    return isinstance(name, str) and _NAME.fullmatch(name) is not None
-
-
 def artifact_name(tool_name: str, text: str, *, is_json: bool) -> str:
-    """`<sanitized tool name>-<12 hex of sha256(text)>.<json|txt>`; the hash is of the bytes as
-    stored (UTF-8, a lone surrogate replaced), so a read can check them."""
+    """`<tool name>-<12 hex of sha256>.<json|txt>`, hashing the bytes as stored, so a read can check them."""
     safe = re.sub(r"[^A-Za-z0-9_-]", "_", tool_name or "result")[:40] or "result"
     digest = hashlib.sha256(text.encode("utf-8", errors="replace")).hexdigest()[:12]
     return f"{safe}-{digest}.{'json' if is_json else 'txt'}"
@@ -100,7 +87,7 @@ def artifact_name(tool_name: str, text: str, *, is_json: bool) -> str:
 
 def check_name(name: str) -> None:
     """ValueError, in words the model can act on, unless `name` is a plain artifact name."""
-    if not is_artifact_name(name):
+    if not (isinstance(name, str) and _NAME.fullmatch(name)):
         shown = repr(name[:80]) + ("..." if isinstance(name, str) and len(name) > 80 else "")
         raise ValueError(
             f"not an artifact name: {shown} (pass exactly what follows `artifact:` in a cut note, "
@@ -124,30 +111,20 @@ def _decode(data: bytes) -> str:
 
 
 def read_artifact_text(root: str | Path, name: str, *, max_bytes: int = MAX_READ_BYTES) -> tuple[str, int]:
-    """The text of artifact `name` (its first `max_bytes`) and its whole size in bytes, from the
-    newest run folder under `root` holding it. `Refused` (a ValueError) for a symlink, a file
-    with more than one link, anything not a regular file or on another device."""
+    """The first `max_bytes` of artifact `name` and its whole size, from the newest run under `root`
+    holding it; `Refused` for a symlink, a hard link, or anything not a regular file on the store's device."""
     check_name(name)
     data, size = read_opened(find_in_runs(root, name), max_bytes)
     return _decode(data), size
 
 
 def resolve_artifact(root: str | Path, name: str) -> Path:
-    """The path of the file holding artifact `name` (its own file, or its run's pack), checked
-    as `read_artifact_text` checks it. Only for showing: opening it again by name would reopen
-    the race the checks close."""
+    """The checked path of the file holding artifact `name` (its own file or its run's pack), only
+    for showing: opening it again by name would reopen the race the checks close."""
     check_name(name)
     found = find_in_runs(root, name)
     os.close(found.fd)
     return Path(root) / found.folder / (name if found.size is None else PACK_FILE)
-
-
-def _safe_folder_name(run_id: str) -> str:
-    """`run_id` as one folder name; a distinct suffix when it had to be changed or cut."""
-    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", run_id).lstrip(".")[:80] or "run"
-    if safe != run_id:
-        safe += "-" + hashlib.sha256(run_id.encode("utf-8", errors="surrogatepass")).hexdigest()[:8]
-    return safe
 
 
 def _close_quietly(fd: int) -> None:
@@ -186,8 +163,7 @@ class ArtifactStore:
         self._lease: Lease | None = None
         self._release: weakref.finalize[Any, Any] | None = None
         self._index: dict[str, str] | None = None
-        self._packed: dict[str, Packed] = {}
-        """Where each artifact this run's index knows of is in the pack (`agent.context.packs`)."""
+        self._packed: dict[str, Packed] = {}  # where each artifact the index knows of is in the pack
         self._index_fd: int | None = None
         self._release_index: weakref.finalize[Any, Any] | None = None
         self._pack_fd: int | None = None
@@ -197,8 +173,12 @@ class ArtifactStore:
 
     @classmethod
     def for_run(cls, root: str | Path, run_id: str, **options: Any) -> ArtifactStore:
-        """The store of run `run_id` under `root` (nothing is written until the first `put`)."""
-        return cls(Path(root) / _safe_folder_name(run_id), **options)
+        """The store of run `run_id` under `root` (nothing is written until the first `put`); a
+        `run_id` that is not a safe folder name gets a distinct hash suffix."""
+        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", run_id).lstrip(".")[:80] or "run"
+        if safe != run_id:
+            safe += "-" + hashlib.sha256(run_id.encode("utf-8", errors="surrogatepass")).hexdigest()[:8]
+        return cls(Path(root) / safe, **options)
 
     def close(self) -> None:
         """Release this run's lease (its folder may then be cleaned up once it is old enough)."""
@@ -218,8 +198,7 @@ class ArtifactStore:
         self.close()
 
     def fit(self, text: str) -> str:
-        """`text` whole, or cut to fit `max_bytes` with a note saying so. Name an artifact after
-        this (`fit` of it is itself), so its name hashes the very bytes a read gets back."""
+        """`text`, cut to `max_bytes` with a note; name an artifact after this, to hash the bytes read."""
         data = text.encode("utf-8", errors="replace")
         if len(data) <= self.max_bytes:
             return text
@@ -229,9 +208,8 @@ class ArtifactStore:
         return kept + note.format(len(kept.encode()))
 
     def put(self, name: str, text: str, *, tool_use_id: str | None = None, redacted: bool = False) -> bool:
-        """Store `text` (redacted, unless the caller already did) as `name`, idempotently, and
-        index it; False if a cap refused it. OSError when the disk fails: no index line then
-        points at what was half-written."""
+        """Store `text` (redacted unless `redacted`) as `name`, idempotently, and index it; False if a cap
+        refused it. OSError when the disk fails, with no index line pointing at the half-written bytes."""
         check_name(name)
         data = self.fit(text if redacted else redact(text)).encode("utf-8", errors="replace")
         with self._lock:
@@ -294,8 +272,7 @@ class ArtifactStore:
 
     @staticmethod
     def _write_file(fd: int, data: bytes) -> None:
-        """Append all of `data` in one write, so another writer of the folder cannot land between
-        two halves of it; a short write (only a full disk makes one) raises."""
+        """All of `data` in one write, so no other writer lands between its halves; a short one raises."""
         written = os.write(fd, data)
         if written != len(data):
             raise OSError(errno.ENOSPC, f"short write: {written:,} of {len(data):,} bytes")
@@ -335,8 +312,8 @@ class ArtifactStore:
         return self.read_sized(name, max_bytes=max_bytes)[0]
 
     def read_sized(self, name: str, *, max_bytes: int = MAX_READ_BYTES) -> tuple[str, int]:
-        """`read`, with the whole size in bytes. The run's own folder is read through its lease's
-        descriptor, so a store moved or swapped for a link mid-run still gives back what it wrote."""
+        """`read`, with the whole size; through the lease's descriptor, so a store moved or swapped for a
+        link mid-run still gives back what it wrote."""
         check_name(name)
         with self._lock:
             self._load_index()

@@ -1,41 +1,21 @@
 """Prompt-cache breakpoints, placed so that what was sent last step is read back this step.
 
-The API renders a request as tools → system → messages and caches a prefix at each
-`cache_control` breakpoint; a later request reads an entry only if its prefix is
-byte-identical and its position is at most 20 blocks before one of the new
-request's breakpoints. So:
+A request reads a cached prefix (tools → system → messages) only if it is byte-identical and at most
+20 blocks before one of the request's breakpoints. Hence four (the API's limit): the end of the system
+prompt (tools and system never change in a run: keep timestamps out), the newest message, the previous
+request's last message (read back even after a turn of over 20 blocks), and the pruning frontier, the
+newest turn holding a stub, whose entry survives the batch that rewrites the turns after it
+(`benchmarks/economics.py`: cache writes 100k → 39k tokens).
 
-* a breakpoint at the end of the system prompt caches tools and system together
-  (they never change within a run; keep timestamps out of the system prompt);
-* a breakpoint on the last block of the newest message writes the whole history,
-  and moves forward every step;
-* a breakpoint at the end of the previous request's last message reads back what
-  the previous step wrote even when one turn added more than 20 blocks (many
-  parallel tool results), which the moving breakpoint alone could not reach;
-* a breakpoint on the pruning frontier (the newest turn holding a pruned stub).
-  A pruning batch rewrites the turns just after the frontier, so every entry
-  written after it is lost; the frontier's own entry survives the batch, and the
-  next request reads the history up to it instead of falling back to the system
-  prompt (measured in `benchmarks/economics.py`: cache writes 100k → 39k tokens).
-
-Four breakpoints at most, the API's limit. `mark_breakpoints` returns a new request and
-copies only the blocks it marks, so the live history is never touched; it marks afresh at
-every call (nothing is remembered between calls).
-
-Prefix-stability guard: say *why* the cache missed, the way the API never does.
-
-Caching fails silently: a timestamp in the system prompt, tools in another order,
-a history rewritten every step, and cache reads just stay at 0. After every call
-the guard compares the request with the previous one, level by level in render
-order (tools → system → effort and tool settings → history), logs what changed,
-and warns when reads are still 0 after step 2 although the cached prefix is long
-enough for the model to cache it. A history rewritten by one pruning batch or one
-compaction explains a miss and is only logged; rewritten at two steps in a row, it
-is the classic bug (a history rebuilt every step) and gets the warning.
+`PrefixGuard` says *why* the cache missed, as the API never does: it compares each request with the
+previous in render order, logs what changed, and warns when reads stay 0 after step 2 on a prefix long
+enough to cache, unless one history rewrite (a pruning batch, a compaction) explains it; rewrites two
+steps in a row are the classic bug, a history rebuilt every step.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import operator
 from collections.abc import Mapping, Sequence
@@ -67,11 +47,10 @@ _MESSAGE_LEVEL = ("output_config", "tool_choice", "thinking")
 def prefix_changes(previous: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
     """Why `current` cannot read everything `previous` cached; empty when it can.
 
-    Compares as `strip_cache_control(a) == strip_cache_control(b)` would, without copying:
-    parts equal as they are (the tools, every message the history did not rewrite) are
-    equal at once, so a step compares only the few messages that are new or marked."""
+    Ignores markers without copying: parts that are the same objects are equal at once, so a step
+    compares only the few messages that are new or marked."""
     reasons = []
-    for key in ("tools", "system"):  # equal as they are (in C: the same dicts) is equal unmarked
+    for key in ("tools", "system"):
         was, now = previous.get(key), current.get(key)
         if not (was == now or same_ignoring_cache_control(was, now)):
             reasons.append(f"{key} changed")
@@ -92,21 +71,13 @@ def prefix_changes(previous: Mapping[str, Any], current: Mapping[str, Any]) -> l
 
 
 def _first_difference(before: list[Any], after: list[Any]) -> int | None:
-    """Index of the first message of `before` that `after` does not have in the same place
-    (cache markers aside), or None. The equal prefix is skipped by list comparisons in C
-    (`shared_length`); after it, only messages that are not the very same dict (the marked
-    copies, a rewrite) are compared, markers aside."""
+    """Index of the first message of `before` that `after` lacks in the same place (markers
+    aside), or None. The equal prefix and the very same dicts after it are skipped in C."""
     skipped = shared_length(before, after)
-    shared = list(map(operator.is_, before[skipped:], after[skipped:]))
-    start = 0
-    while True:
-        try:
-            index = shared.index(False, start)
-        except ValueError:
-            break
-        if not same_ignoring_cache_control(before[skipped + index], after[skipped + index]):
-            return skipped + index
-        start = index + 1
+    moved = map(operator.is_not, before[skipped:], after[skipped:])
+    for index in itertools.compress(itertools.count(skipped), moved):
+        if not same_ignoring_cache_control(before[index], after[index]):
+            return index
     return len(after) if len(after) < len(before) else None
 
 
@@ -132,8 +103,8 @@ class PrefixGuard:
 
     previous: dict[str, Any] | None = None
     previous_prompt: int = 0
-    """The previous call's billed prompt: what could have been cached (an estimate of the
-    request's text would count a thinking block's signature, not the reasoning behind it)."""
+    """The previous call's billed prompt, what could have been cached (not an estimate: that counts
+    a thinking block's signature, not its reasoning)."""
     changes: list[tuple[int, list[str]]] = field(default_factory=list)
     """(step, reasons) for every step whose prefix differed from the step before."""
     warnings: list[str] = field(default_factory=list)
@@ -147,9 +118,8 @@ class PrefixGuard:
         server_edits: Sequence[str] = (),
     ) -> None:
         """Log what changed since the previous request; warn on a miss nothing explains.
-        `reported`: the server gave cache counts at all (a scripted model gives none, and a
-        read of 0 from it says nothing about caching). `server_edits`: the context edits the
-        server applied (it cleared old results before caching), which explain a miss."""
+        `reported`: the server gave cache counts at all (a scripted model's read of 0 says
+        nothing). `server_edits`: context edits the server applied, which explain a miss."""
         reasons = prefix_changes(self.previous, request) if self.previous is not None else []
         reasons += [f"the server's context management applied {kind}" for kind in server_edits]
         rewrites_in_a_row = (
@@ -161,8 +131,7 @@ class PrefixGuard:
         if reasons:
             self.changes.append((usage.step, reasons))
             log.info("[step %d] cache prefix changed: %s", usage.step, ", ".join(reasons))
-        cacheable = self.previous_prompt
-        minimum = min_cacheable_tokens(usage.model)
+        cacheable, minimum = self.previous_prompt, min_cacheable_tokens(usage.model)
         missed = reported and usage.step >= 2 and usage.cache_read == 0
         if missed and cacheable >= minimum and count_breakpoints(request):
             why = (
@@ -195,26 +164,16 @@ def min_cacheable_tokens(model: str, models: ModelTable = MODELS) -> int:
     return info.min_cacheable if info else max(m.min_cacheable for m in models.values())
 
 
-def _marker(ttl: str) -> dict[str, str]:
-    return {"type": "ephemeral"} if ttl == "5m" else {"type": "ephemeral", "ttl": ttl}
-
-
-def _marked_block(block: Mapping[str, Any], ttl: str) -> dict[str, Any]:
-    """A copy of `block` with a marker (the block itself is not touched)."""
-    return {**block, "cache_control": _marker(ttl)}
-
-
-def _with_marker_on_last_block(message: Mapping[str, Any], ttl: str) -> dict[str, Any]:
-    """A copy of `message` whose last block carries a marker (a string content becomes a block)."""
-    content = message["content"]
-    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
-    blocks[-1] = _marked_block(blocks[-1], ttl)
-    return {**message, "content": blocks}
+def _mark_last(blocks: Any, ttl: str) -> list[Any]:
+    """A copy of `blocks` (a string becomes a text block) whose last block, copied, has a marker."""
+    marked = [{"type": "text", "text": blocks}] if isinstance(blocks, str) else list(blocks)
+    marker = {"type": "ephemeral"} if ttl == "5m" else {"type": "ephemeral", "ttl": ttl}
+    marked[-1] = {**marked[-1], "cache_control": marker}
+    return marked
 
 
 def _previous_request_end(messages: Sequence[Mapping[str, Any]]) -> int | None:
-    """Index of the last message the previous request ended with (a user turn before the
-    newest assistant turn), or None on the first step."""
+    """Index of the user turn the previous request ended with (before the newest assistant turn)."""
     for index in range(len(messages) - 2, -1, -1):
         if messages[index].get("role") == "user" and messages[index + 1].get("role") == "assistant":
             return index
@@ -227,29 +186,24 @@ def mark_breakpoints(
     """A copy of `request` with breakpoints on system, pruning frontier, previous end, newest message.
 
     When the next step's pruning stubs the newest turn (`newest_pruned`), the breakpoint goes on
-    the turn before it instead: what the next request shares ends there, and the newest results,
-    never read again, are sent at the input price rather than written at 1.25x."""
+    the turn before it: what the next request shares ends there, and the newest results, never
+    read again, are sent at the input price rather than written at 1.25x."""
     marked = dict(request)
-    system = request.get("system")
-    if system:
-        blocks = [{"type": "text", "text": system}] if isinstance(system, str) else list(system)
-        blocks[-1] = _marked_block(blocks[-1], ttl)
-        marked["system"] = blocks
+    if request.get("system"):
+        marked["system"] = _mark_last(request["system"], ttl)
     elif request.get("tools"):
-        tools = list(request["tools"])
-        tools[-1] = _marked_block(tools[-1], ttl)
-        marked["tools"] = tools
+        marked["tools"] = _mark_last(request["tools"], ttl)
     messages = list(request.get("messages", []))
     newest = len(messages) - 2 if newest_pruned and len(messages) > 1 else len(messages) - 1
     targets = {newest} if messages and messages[newest].get("content") else set()
     previous = _previous_request_end(messages)
     if previous is not None and messages[previous].get("content"):
         targets.add(previous)
-    frontier = newest_stubbed_turn(messages[: previous or 0])  # the pruning frontier
+    frontier = newest_stubbed_turn(messages[: previous or 0])
     if frontier is not None:
         targets.add(frontier)
     for index in targets:
-        messages[index] = _with_marker_on_last_block(messages[index], ttl)
+        messages[index] = {**messages[index], "content": _mark_last(messages[index]["content"], ttl)}
     marked["messages"] = messages
     return marked
 

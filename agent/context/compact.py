@@ -1,19 +1,12 @@
 """Pair-safe compaction: when the request nears the budget, fold the head into a summary.
 
-Pruning slows the growth of the history; it cannot stop it. Past `max_context_tokens`
-(less a margin: the estimate is an estimate) the oldest messages, the *head*, become one
-user message holding a summary, and the recent *tail* stays verbatim. Each rule prevents
-a 400 or a lost fact:
-
-* The boundary never splits a pair: the tail starts at an assistant message after a user
-  message, so every tail `tool_result` answers a tail `tool_use` and roles still alternate.
-* Never with a `tool_use` pending.
-* The summarizer gets no tools (it might answer with a call and no summary) and reads a
-  plain-text transcript, so the head's pairs cannot make its request invalid.
-* The original request and every irreversible result in the head are copied into the
-  summary verbatim by the framework, not left to the model; the next compaction finds
-  them there and carries them on.
-* A failed summary costs tokens, never the run: it falls back to aggressive pruning.
+Pruning slows the history's growth but cannot stop it. Past `max_context_tokens` (less a
+margin) the oldest messages become one user message holding a summary; the recent tail stays
+verbatim. Each rule prevents a 400 or a lost fact: the tail starts at an assistant message
+after a user message (no pair split, roles alternate), never with a `tool_use` pending; the
+summarizer gets no tools and a plain-text transcript; the original request and every
+irreversible result are copied in verbatim by the framework, not left to the model, and carried
+on by the next compaction; a failed summary falls back to aggressive pruning.
 """
 
 from __future__ import annotations
@@ -92,12 +85,9 @@ def pending_tool_use(messages: Sequence[Msg]) -> bool:
 
 
 def choose_boundary(messages: Sequence[Msg], tail_budget: int, size: Callable[[Msg], int]) -> int | None:
-    """Index where the verbatim tail starts, or None when no safe cut folds anything.
-
-    Safe cuts are assistant messages right after a user message, from index 2 (the head holds
-    more than the request), and not between a server tool's call and its result in a later
-    message. The earliest whose tail fits `tail_budget` wins, else the latest (smallest tail).
-    """
+    """Index where the verbatim tail starts, or None when no safe cut folds anything: an assistant
+    message after a user one, from index 2, not inside a server call/result span; the earliest
+    whose tail fits `tail_budget`, else the latest."""
     split = _server_pair_spans(messages)
     cuts = [
         b
@@ -117,8 +107,7 @@ _CLIENT_KINDS = CLIENT_BLOCKS | {"tool_result"}
 
 
 def _server_tests(messages: Sequence[Msg]) -> tuple[Callable[[Any], bool], Callable[[Any], bool]]:
-    """`agent.server_blocks`' two tests (a server call? its result?) when a block of `messages`
-    may be one; else two that always say no, and that module stays unloaded."""
+    """`agent.server_blocks`' tests (server call? result?), or two saying no, so it stays unloaded."""
     if all(isinstance(b, Mapping) and b.get("type") in _CLIENT_KINDS for m in messages for b in blocks(m)):
         return _no, _no
     from agent.server_blocks import is_server_call, is_server_result  # loaded by the runs with server tools
@@ -131,8 +120,7 @@ def _no(block: Any) -> bool:
 
 
 def _server_pair_spans(messages: Sequence[Msg]) -> list[tuple[int, int]]:
-    """(message of a server call, message of its result) for pairs in different messages (a
-    call left in flight while the client's tools ran)."""
+    """(message of a server call, message of its result) for pairs split over messages."""
     is_server_call, is_server_result = _server_tests(messages)
     called: dict[Any, int] = {}
     spans = []
@@ -164,8 +152,7 @@ def original_request(messages: Sequence[Msg]) -> str:
         start, end = head.find(REQUEST_OPEN), head.rfind(REQUEST_CLOSE)
         if start >= 0 and end > start:
             return head[start + len(REQUEST_OPEN) : end].strip("\n")
-    texts = [t for t in _texts(first) if not t.startswith(MEMORY_NOTE_PREFIX)]
-    return "\n\n".join(texts)
+    return "\n\n".join(t for t in _texts(first) if not t.startswith(MEMORY_NOTE_PREFIX))
 
 
 def carried_actions(head: Sequence[Msg], irreversible: Protected) -> list[str]:
@@ -236,8 +223,7 @@ def transcript(head: Sequence[Msg]) -> str:
 def summary_request(
     text: str, *, model: str, max_tokens: int, prompt: str = SUMMARY_PROMPT, thinking_off: bool = False
 ) -> dict[str, Any]:
-    """A tool-less Messages API request asking for the handover note of `text` (with
-    `thinking_off`, it asks the model not to think: a summary needs no reasoning budget)."""
+    """A tool-less request for the handover note of `text`; `thinking_off`: a summary needs no reasoning."""
     content = [{"type": "text", "text": f"<transcript>\n{text}\n</transcript>\n\n{prompt}"}]
     request: dict[str, Any] = {
         "model": model,
@@ -261,12 +247,8 @@ def compact(
     pointer_for: PointerFor | None = None,
     request: str | None = None,
 ) -> Compaction:
-    """Fold the head of `messages` into a summary message; a new list, the input untouched.
-
-    `request` is the task the summary quotes (by default the history's first request). If
-    `summarize` raises or returns nothing, every result but the newest turn's becomes a stub
-    instead, and the outcome says "fallback".
-    """
+    """Fold the head of `messages` into a summary quoting `request` (default: the first one); a new
+    list. If `summarize` fails or returns nothing, older results become stubs instead ("fallback")."""
     if pending_tool_use(messages):
         return Compaction(list(messages), "skipped", "a tool_use is still waiting for its result")
     cut = choose_boundary(messages, tail_budget, size)
@@ -282,7 +264,7 @@ def compact(
         summary, failure = "", f"the summarizer failed: {type(error).__name__}: {error}"
     if failure:
         log.warning("compaction fell back to pruning: %s", failure)
-        fallback = prune(messages, 1, batch=1, protected=protected, pointer_for=pointer_for or _no_pointer)
+        fallback = prune(messages, 1, protected=protected, pointer_for=pointer_for or _no_pointer)
         return Compaction(fallback, "fallback", failure)
     task = request if request is not None else original_request(messages)
     folded = summary_message(task, carried_actions(head, irreversible), summary)
@@ -306,26 +288,21 @@ def fit_context(
 ) -> Compaction:
     """Keep the request under `limit * (1 - margin)` tokens, as `measure` counts them.
 
-    Over the line, pruning everything prunable now (the prefix is about to move anyway) is
-    enough if it brings the request down to `TAIL_SHARE` of the line: less would rewrite the
-    cached prefix again a step later. Otherwise the head is summarized, and the tail gets
-    `TAIL_SHARE` of the budget less the fixed part of the request (`measure([])`).
-    """
+    Over the line, pruning all now (the cached prefix moves anyway) is enough if it gets to
+    `TAIL_SHARE` of the line (less would rewrite the prefix again a step later); else the head is
+    summarized, the tail getting `TAIL_SHARE` of the budget less the fixed part (`measure([])`)."""
     trigger = int(limit * (1 - margin))
     if limit <= 0 or measure(messages) <= trigger:
         return Compaction(list(messages), "skipped", "under budget")
     if keep_recent > 0:
-        pruned = prune(
-            messages, keep_recent, batch=1, protected=protected, pointer_for=pointer_for or _no_pointer
-        )
+        pruned = prune(messages, keep_recent, protected=protected, pointer_for=pointer_for or _no_pointer)
         if pruned != list(messages) and measure(pruned) <= trigger * TAIL_SHARE:
             return Compaction(pruned, "pruned", "pruning ahead of the batch made enough room")
         messages = pruned
-    tail_budget = int(trigger * TAIL_SHARE) - measure([])
     done = compact(
         messages,
         summarize,
-        tail_budget=tail_budget,
+        tail_budget=int(trigger * TAIL_SHARE) - measure([]),
         size=size,
         irreversible=irreversible,
         protected=protected,
@@ -333,10 +310,6 @@ def fit_context(
         request=request,
     )
     if (left := measure(done.messages)) > limit:
-        log.warning(
-            "still ~%d tokens after %s (limit %d): the newest turns alone are too big",
-            left,
-            done.outcome,
-            limit,
-        )
+        too_big = "still ~%d tokens after %s (limit %d): the newest turns alone are too big"
+        log.warning(too_big, left, done.outcome, limit)
     return done

@@ -1,33 +1,10 @@
 """The fallback compressor: any tool result in at most `budget` characters, keeping the facts.
 
-Tools without a field whitelist still return things an agent must not lose: the
-one failing test among two hundred, the root cause at the top of a chained
-traceback, the rate-limit header of an HTTP response, the rare status in a list of
-orders. A head/tail cut keeps whatever happens to sit at the ends; this compressor
-first detects what the result is, then keeps what that kind of result is read for:
-
-    json       dicts and lists, incl. JSON text  -> still valid JSON (structured.py)
-    http       {status, headers, body}            -> status, body, actionable headers
-    html       pages                              -> text with headings; error pages in one line
-    tests      pytest / unittest output           -> counts, failures, first error lines
-    traceback  Python tracebacks                  -> exception lines, user frames, raise site
-    log        timestamped / levelled lines       -> errors, warnings, folded repeats, numbers
-    diff       `git show`, `git diff`, patches     -> files with +/- counts, hunk headers, first changes
-    diagnostics  mypy, gcc, javac, ruff full       -> summary, each code's first site, rarest first
-    git_log    `git log`                          -> one line per commit (full hashes)
-    trace      Java, Node, Rust, Go stack traces  -> exception/panic lines, user frames, `... N more`
-    ndjson     JSON Lines                         -> first, last and error records, verbatim; count
-    csv        comma-separated rows               -> header, first and last rows; rows x columns
-    xml        XML documents                      -> head and tail, elements counted by tag
-    source     program text                       -> head, numbered definitions, tail
-    paths      file listings                      -> folders with counts
-    table      column-aligned output (ps, ls -l)  -> header, head/tail rows, odd rows
-    text       anything else                      -> head and tail by lines
-
-Results that fit the budget come back unchanged. Every cut names what it cut and
-where the full result is (`pointer`, an artifact name). The compressor never
-raises, whatever the input (any size, any nesting, non-string keys, bytes, NaN),
-never exceeds the budget, and gives the same output under any PYTHONHASHSEED.
+A head/tail cut keeps whatever sits at the ends; this one detects what the result is (JSON, an
+HTTP response, HTML, a test run, a traceback, a log, a diff, ...) and keeps what that kind is
+read for: the one failing test, the root cause, the rate-limit header. Results that fit come
+back unchanged; every cut names where the full result is (`pointer`). It never raises, never
+exceeds the budget, and gives the same output under any PYTHONHASHSEED.
 """
 
 from __future__ import annotations
@@ -61,9 +38,8 @@ from agent.context.compressors.jsonish import TooDeep, dump_full, loads_json_tex
 __all__ = ["MIN_BUDGET", "compress", "detect"]
 
 TARGET = {"tests": 1.0, "traceback": 1.0, "trace": 1.0, "json": 0.9, "diff": 0.9, "binary": 1.0}
-"""Share of the budget a kind aims for (0.8 unless listed). The budget is a cap, not a goal:
-past the first and last lines and the odd ones, more of a table, page or log buys little
-that `read_artifact` cannot fetch when it is needed, and every char is paid on every step."""
+"""Share of the budget a kind aims for (0.8 unless listed): the budget is a cap, not a goal, since
+`read_artifact` fetches more when needed and every char is paid on every step."""
 
 _TEXT = {
     "html": "html:compress_html",
@@ -82,17 +58,8 @@ _TEXT = {
     "table": "text:compress_table",
     "text": "text:compress_plain",
 }
-"""Each text kind's compressor, as `module:function` under `agent.context.compressors`:
-imported the first time a result of that kind is compressed, so a run loads only the
-kinds its results are."""
-
-
-def _compressor(kind: str) -> Callable[[str, int, str | None], str]:
-    module, function = _TEXT[kind].split(":")
-    found: Callable[[str, int, str | None], str] = getattr(
-        importlib.import_module(f"agent.context.compressors.{module}"), function
-    )
-    return found
+"""Each text kind's `module:function` under `agent.context.compressors`, imported on first use so a
+run loads only the kinds its results are."""
 
 
 def _compress_structured(value: Any, budget: int, pointer: str | None) -> str:
@@ -164,23 +131,17 @@ def _as_content(value: Any) -> Any:
         if b"\x00" in data[:4096]:
             return _Binary(len(data))
         return data.decode("utf-8", errors="replace")
-    if isinstance(value, str):
-        return value
     return normalize(value)
 
 
 def compress(
     value: Any, budget: int = 2000, *, pointer: str | None = None, full_text: str | None = None
 ) -> str:
-    """`value` as text of at most `budget` characters (floor `MIN_BUDGET`).
-
-    `pointer` is the artifact name of the full result, named in every cut note;
-    `full_text` is the full result's text when the caller already has it.
-    """
+    """`value` as text of at most `budget` characters (floor `MIN_BUDGET`); `pointer` (the full
+    result's artifact name) is named in every cut note, `full_text` saves re-dumping the result."""
     budget = max(int(budget), MIN_BUDGET)
     try:
-        out = _compress(value, budget, pointer, full_text)
-        out = out if len(out) <= budget else fit(out, budget, pointer)
+        out = fit(_compress(value, budget, pointer, full_text), budget, pointer)
         if isinstance(value, (str, bytes, bytearray, memoryview)) or _strict_json(out):
             return out
         return _json_note(value, budget, pointer)  # JSON in, JSON out: whatever went wrong above
@@ -227,7 +188,11 @@ def _compress(value: Any, budget: int, pointer: str | None, full_text: str | Non
         if parsed:
             return _compress_structured(data, _target("json", budget), pointer)
         kind = _text_kind(content)
-        return _compressor(kind)(content, _target(kind, budget), pointer)
+        module, function = _TEXT[kind].split(":")
+        compressor: Callable[[str, int, str | None], str] = getattr(
+            importlib.import_module(f"agent.context.compressors.{module}"), function
+        )
+        return compressor(content, _target(kind, budget), pointer)
     if full_text is None:
         full_text, _ = dump_full(content)
     if len(full_text) <= budget:

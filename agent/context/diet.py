@@ -1,16 +1,10 @@
 """The tool-result diet: what one tool result costs in the context, decided in one place.
 
-    raw value --dump--> full text --(store: artifact + index)--> pointer
-        error result   -> passes through, bounded (2 x compress_threshold)
-        compress=False -> the full text, exact
-        keep=[...]     -> whitelist (slim.py); if it is still long, compressed
-        otherwise      -> unchanged under `compress_threshold`, else compressed (compress.py)
-
-`render` is the pure core. `render_outcome`, the loop's hook, stores the full result of
-every non-trivial call, not only the cut ones, so keep-recent pruning can later replace an
-old result with a stub that still points at it. What is stored is redacted first, and a
-store that fails only means no pointer: the run never breaks over an artifact. The only
-trace of the store in what the model reads is the `artifact:<name>` pointer in a cut note.
+An error passes through, bounded (2 x threshold); `compress=False` sends the full text; `keep=[...]`
+whitelists fields (slim.py), compressed if still long; anything else is compressed over the threshold
+(compress.py). `render_outcome` stores every non-trivial result (redacted), not only the cut ones, so
+keep-recent pruning can later stub an old result that still points at it; a failed store only means
+no pointer, and the model sees the store only as the `artifact:<name>` pointer in a cut note.
 """
 
 from __future__ import annotations
@@ -58,8 +52,7 @@ class DietPolicy:
         min_chars: int,
     ) -> DietPolicy:
         """The policy for one tool: `keep` (the agent's `keep_fields`) wins over `@tool(keep=)`."""
-        if keep is None and tool is not None:
-            keep = tool.keep
+        keep = tool.keep if keep is None and tool is not None else keep
         return cls(
             keep=tuple(keep) if keep is not None else None,
             compress=tool.compress if tool is not None else True,
@@ -127,7 +120,7 @@ def render(
             slimmed = slim(value, policy.keep, top_n=policy.top_n, pointer=pointer)
             text = _json(slimmed) if slimmed is not None else None
         except (ValueError, TypeError, RecursionError):
-            slimmed, text = None, None
+            text = None
         if text is not None and len(text) <= policy.threshold:
             return text
         if text is not None:

@@ -1,16 +1,9 @@
 """The history policy of one step: prune, then compact if still too big, then note memory.
 
-Each piece is a pure function in its own module; `shrink` strings them together from a
-`HistoryPolicy` and the caller's functions (measure a request, summarise a transcript),
-and never sees the `Agent`. A summary cut off by `max_tokens` is refused (`SummaryCutOff`:
-compaction falls back to pruning): half a handover note reads as a whole one. On models
-that bind thinking to its prefix, the strategy (`agent.context.thinking`) decides when
-pruning may run and strips the thinking blocks a rewrite invalidated.
-
-Nothing changes silently: a developer who cannot see pruning and compaction cannot tell a
-cheap run from a forgetful one. So each change is one `on_event` event: the results newly
-stubbed this step, or the summary and how many messages it folded, with the history's
-estimated tokens (by the run's calibration) before and after.
+`shrink` strings the pure pieces together from a `HistoryPolicy` and the caller's functions
+(measure a request, summarise a transcript); it never sees the `Agent`. Nothing changes
+silently (a developer who cannot see pruning cannot tell a cheap run from a forgetful one):
+each change is one `on_event` event with the history's estimated tokens before and after.
 """
 
 from __future__ import annotations
@@ -42,9 +35,8 @@ Estimate = Callable[[Sequence[Msg]], int]
 
 
 def newly_pruned(before: Sequence[Msg], after: Sequence[Msg]) -> tuple[str, ...]:
-    """Each tool result that is a stub in `after` but was not in `before`, as its call
-    (`fetch_orders(page=3)`). Pruning keeps positions and returns untouched messages as they
-    were, so messages are compared by identity and names looked up only once a stub is new."""
+    """Each result stubbed in `after` but not in `before`, as its call (`fetch_orders(page=3)`).
+    Pruning keeps positions and untouched messages, so they are compared by identity."""
     if type(before) is list and type(after) is list and shared_length(before, after) == len(before):
         return ()  # the common step: nothing changed (list comparisons, in C)
     found: list[str] = []
@@ -77,9 +69,8 @@ def report_prune(
     why: str,
     size: Estimate | None = None,
 ) -> None:
-    """One `prune` event when `after` stubbed results that `before` still had whole. `size`
-    sizes the whole of `after` (by default `estimate`): a step that measures its request anyway
-    passes that measure, so the event encodes only the messages pruning rewrote."""
+    """One `prune` event when `after` stubbed results `before` had whole. `size` sizes all of
+    `after` (a step that measures its request anyway passes that measure)."""
     if callback is None or before is after:
         return
     pruned = newly_pruned(before, after)
@@ -124,7 +115,7 @@ class SummaryCutOff(AgentError):
 
 @dataclass(frozen=True)
 class HistoryPolicy:
-    """What `shrink` needs to know of the agent's options and tools."""
+    """What `shrink` needs of the agent's options and tools."""
 
     model: str
     models: ModelTable
@@ -143,8 +134,7 @@ class HistoryPolicy:
     """Never pruned: `never_prune` or `irreversible` tools."""
     artifacts: bool
     cacheable: Callable[[Sequence[Msg]], bool] | None = None
-    """With caching on: whether a request with this history is long enough for the model to cache
-    (a pruning batch is then also priced as a cache rewrite, `worth_pruning`)."""
+    """With caching on: whether a request with this history is long enough to cache (`worth_pruning`)."""
 
 
 ESTIMATE_MARGIN = 1.1
@@ -160,14 +150,9 @@ def worth_pruning(
 ) -> bool:
     """Whether to send `after`, a pruning of `before`, when the prompt is cached.
 
-    The API caches a prefix only from the model's minimum on (`cacheable` says whether a request
-    with that history reaches it), so a batch that rewrites the history from a point below that
-    leaves nothing to read back: the whole prompt is written again. Early in a run every batch
-    starts inside the short opening, and pruning at each step would pay that whole rewrite at
-    each step. Such a batch goes only when it is the last of its kind (the history it leaves, up
-    to the last turn it rewrites, is cacheable, so the next batch starts past the minimum) or
-    when it frees at least as many tokens as it writes again. A batch that starts past the
-    minimum rewrites only its tail, and always goes.
+    A batch that rewrites from below the model's cache minimum leaves nothing to read back: the
+    whole prompt is written again. So it goes only when it is the last such (what it leaves, up to
+    its last rewrite, is cacheable) or frees at least what it rewrites; past the minimum, always.
     """
     first = shared_length(before, after)
     if first >= len(before) or cacheable(before[:first]):
@@ -180,9 +165,8 @@ def worth_pruning(
 
 
 def _measured_once(measure: Callable[[Sequence[Msg]], int]) -> Callable[[Sequence[Msg]], int]:
-    """`measure`, asked once per candidate in one step (pruning's checks, its event and compaction
-    read the same candidates). Candidates are keyed by identity, held for the step only: nothing
-    edits them in between, and nothing outlives `shrink`."""
+    """`measure`, asked once per candidate in one step (pruning, its event and compaction read the
+    same ones): keyed by identity, held for the step only, so nothing can edit them in between."""
     known: dict[int, tuple[Sequence[Msg], int]] = {}
 
     def once(candidate: Sequence[Msg]) -> int:
@@ -194,8 +178,8 @@ def _measured_once(measure: Callable[[Sequence[Msg]], int]) -> Callable[[Sequenc
 
 
 def _history_size(measure: Callable[[Sequence[Msg]], int]) -> Estimate:
-    """A history's tokens as `measure` counts them: its request less the request's fixed part.
-    The fixed part is measured first, so the last request measured is the step's own."""
+    """A history's tokens as `measure` counts them, less the request's fixed part (measured first,
+    so the last request measured is the step's own)."""
 
     def size(history: Sequence[Msg]) -> int:
         fixed = measure(())
@@ -215,8 +199,8 @@ def shrink(
     store: ArtifactStore | None,
     prompt: str = "",
 ) -> list[Msg]:
-    """The history to send at `step`, as a new list (`sent` is not edited). `measure` sizes the
-    request a candidate history would make; `prompt` is the run's request, quoted by a summary."""
+    """The history to send at `step`, a new list. `measure` sizes the request a candidate history
+    would make; `prompt` is the run's request, quoted by a summary."""
     pointer = artifact_pointers(store)
     protected = policy.protected.__contains__
     messages = list(sent)

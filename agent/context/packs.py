@@ -1,27 +1,13 @@
-"""A run's artifacts in one append-only file, found through the run's index.
+"""A run's artifacts in one append-only file, `results.pack`, found through the run's index.
 
-A file per artifact made the artifact store the dearest part of a step: creating a file
-(an inode, a directory entry, a rename into place) took 50-300 µs on this project's
-machines, more than the rest of the loop's bookkeeping at 200 messages, and it varied
-with the disk's mood. So a run's artifacts are appended to one file, `results.pack`, one
-write each, and the run's index line for an artifact says where its bytes are:
-
-    {"id": "toolu_01", "name": "fetch_orders-1f0c9a7e42b1.json", "at": 18244, "size": 3002}
-
-Why this stays as safe as a file each:
-
-- **Appends never split.** The pack is opened with `O_APPEND` and each artifact is one
-  `write`: the kernel places it whole at the end, whatever other writers of the same
-  folder do; where it landed is read back from the descriptor's own offset. A short
-  write (a full disk) is an error, and its bytes stay unindexed.
-- **The index is written after the bytes.** A crash between the two leaves bytes no line
-  points at, never a line pointing at bytes that are not there; a torn line is skipped.
-- **Reads are checked as file reads are.** The pack is opened relative to its folder,
-  without following links, and must be a regular file with one link on the store's
-  device (`run_folders.open_regular`); only the range an index line names is read.
-
-Older runs that hold one file per artifact are still read: a name is looked for as a file
-first, then in the pack.
+A file per artifact cost 50-300 µs each (inode, directory entry, rename), more than the rest of a
+step's bookkeeping. The index line says where an artifact's bytes are:
+`{"id": "toolu_01", "name": "fetch_orders-1f0c9a7e42b1.json", "at": 18244, "size": 3002}`.
+It stays as safe as a file each: each artifact is one `O_APPEND` write, placed whole whatever other
+writers do (a short write is an error, its bytes unindexed); the index is written after the bytes,
+so a crash leaves bytes no line points at, never the reverse (a torn line is skipped); reads go
+through `run_folders.open_regular` (no links followed, a regular file with one link) and read only
+the range a line names. Older runs with a file per artifact are still read: a file is looked for first.
 """
 
 from __future__ import annotations
@@ -46,8 +32,7 @@ class Packed:
 
 
 def parse_index(text: str) -> tuple[dict[str, str], dict[str, Packed]]:
-    """(tool_use_id -> artifact name, artifact name -> where it is packed) from an index's lines;
-    a torn or foreign line (after a crash or a full disk) is skipped."""
+    """(tool_use_id -> artifact name, artifact name -> where packed); torn or foreign lines are skipped."""
     names: dict[str, str] = {}
     packed: dict[str, Packed] = {}
     for line in text.splitlines():
@@ -65,8 +50,8 @@ def parse_index(text: str) -> tuple[dict[str, str], dict[str, Packed]]:
 
 
 def open_pack_for_append(dir_fd: int, flags: int) -> int:
-    """The folder's pack, opened to append (created if missing); OSError unless it is a regular
-    file with one link (a planted link or device is refused, never written through)."""
+    """The folder's pack, opened to append (created if missing); OSError unless a regular file with
+    one link (a planted link or device is never written through)."""
     fd = os.open(PACK_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT | flags, 0o600, dir_fd=dir_fd)
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:

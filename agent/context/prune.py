@@ -1,20 +1,14 @@
 """Keep-recent pruning: old tool results shrink to one line, the conversation keeps its shape.
 
-By the tenth step the model has long read the second step's search and drawn its
-conclusion, so `tool_result` contents older than the newest `keep_recent` result turns
-become a stub such as
+By the tenth step the model has long drawn its conclusion from the second step's search, so
+results older than the newest `keep_recent` result turns become a stub such as
 
     [pruned: 7,412 chars; full: artifact:search_orders-1f0c8e2a9b3d.json]
 
-Only the *content* is replaced (a `tool_use` whose `tool_result` vanished is a 400), and
-the stub says how big the result was and names the artifact holding it (the call it answers
-sits just before it). Kept verbatim: the first
-message, results shorter than their stub, and `never_prune`/`irreversible` results
-(forgetting that a refund was made is how it gets made twice).
-
-Pruning moves the cached prefix, so it runs in batches: nothing until at least `batch`
-turns are prunable, then all at once; between batches the prefix stays byte-stable.
-`prune` is pure and idempotent (stubs are recognised) and remembers nothing between calls.
+Only the *content* is replaced (a `tool_use` without its `tool_result` is a 400). Kept whole:
+the first message, results shorter than their stub, and `never_prune`/`irreversible` results
+(forgetting that a refund was made is how it gets made twice). Pruning moves the cached
+prefix, so it runs in batches of `batch` turns. `prune` is pure and idempotent.
 """
 
 from __future__ import annotations
@@ -133,11 +127,8 @@ def call_signature(name: str, arguments: Mapping[str, Any]) -> str:
 
 
 def stub_for(block: Mapping[str, Any], pointer: str | None) -> str:
-    """The line that replaces a result: how big it was and where it lives.
-
-    It does not repeat the call: its `tool_use` sits just before it (pairing keeps them
-    together), and every later step reads the stub again.
-    """
+    """The line that replaces a result: how big it was and where it lives (not the call: its
+    `tool_use` sits just before it, and every later step reads the stub again)."""
     text = content_text(block.get("content"))
     line = f"{STUB_PREFIX}{'failed, ' if block.get('is_error') else ''}{len(text):,} chars"
     if block.get("is_error"):
@@ -215,10 +206,8 @@ def prunable_turns(
 
 
 def pruned_next_step(messages: Sequence[Msg], keep_recent: int, batch: int, protected: Protected) -> bool:
-    """Whether the next step's pruning stubs a result of the newest turn, should the model call
-    another tool: then nothing of that turn is read again (`agent.context.cache` leaves it out
-    of the cache). Asked at every step, so only the newest two messages are read, unless a batch
-    of several turns must be counted."""
+    """Whether the next step's pruning stubs a result of the newest turn (then `agent.context.cache`
+    leaves it out of the cache). Asked every step, so it reads only the newest two messages."""
     if keep_recent != 1 or len(messages) < 2 or not _result_blocks(messages[-1]):
         return False  # kept at least one more step, or never pruned
     names = _names_by_id(messages[-2:])

@@ -1,22 +1,11 @@
-"""`read_artifact`: read back part of a full tool result that was cut from the context.
+"""`read_artifact`: read back a bounded slice of a tool result cut from the context (its cut note
+ends with `artifact:<name>`) by line range, JSON path, or pattern.
 
-When a result is slimmed or compressed, its cut note ends with `artifact:<name>`.
-This tool returns a bounded slice of that stored result, chosen one of three ways:
-
-    read_artifact(name, start_line=120, end_line=160)   lines a-b (1-based, inclusive)
-    read_artifact(name, json_path="orders[3].customer")  one value of a JSON result
-    read_artifact(name, pattern="ERROR|refund")          the lines that match (numbered)
-
-Everything it takes comes from the model, so a prompt injection can choose it; each
-input is bounded and each refusal is an error the model can act on:
-
-- the name must be a plain artifact name, and the file a regular, singly linked file
-  in the store, opened without following links (`agent.context.artifacts`);
-- at most `max_read_bytes` of the file are read, the answer is at most `max_chars`
-  and says how to read on, and a line too long to show says how much was cut;
-- `pattern` never reaches Python's backtracking `re`: it is RE2 when google-re2 is
-  installed, else a glob subset, both linear in the text (`agent/context/pattern_search.py`),
-  and the tool's description tells the model which one it has.
+Every input comes from the model, so a prompt injection can choose it; each is bounded and each
+refusal is an error the model can act on. The name must be a plain artifact name, opened without
+following links (`agent.context.artifacts`); reads and answers are capped and say how to read on;
+`pattern` never reaches Python's backtracking `re`: RE2 when google-re2 is installed, else a glob
+subset, both linear (`agent/context/pattern_search.py`), and the description says which.
 """
 
 from __future__ import annotations
@@ -67,9 +56,8 @@ def make_read_artifact(
 
 
 def for_run(declared: Tool, root: str | Path, store: Callable[[], ArtifactStore | None]) -> Tool:
-    """The framework's `read_artifact` (`declared`, default limits) reading through one run's
-    `store` first: the run's folder is held open by its lease, so a store moved (or swapped
-    for a link) mid-run still reads what the run wrote. The same declaration, another body."""
+    """The framework's `read_artifact` (`declared`, default limits) reading through one run's `store`,
+    whose folder its lease holds open: a store moved (or swapped for a link) mid-run still reads."""
     reader = _reader(Path(root), store, 6000, 16 * 1024 * 1024, 3.0, described=False)
     return dataclasses.replace(declared, fn=reader)
 

@@ -1,18 +1,13 @@
 """Run folders of the artifact store: who may delete one, and how an artifact in one is opened.
 
-**Cleanup must never delete a live run** (many runs may share one `artifacts_dir`). A live
-run holds a *lease*: a shared `flock` on its folder's descriptor, taken before the folder
-is marked as ours (with an index) and held until the store closes or the process dies. A
-folder is deleted only if it is beyond the newest `keep`, its lease is free, and it is
-older than `min_age_s` (mtime, refreshed on writes). Cleanup takes the lease exclusively
-without waiting, renames the folder to `.trash-*` under that lock, then deletes it. Where
-`flock` is refused cleanup deletes nothing; without `fcntl` (Windows) only the age protects.
-
-**The store must not be escaped or fooled.** Checking a path and then opening it races
-with a symlink swap, and a hard link to an outside file looks like any file inside. So
-files are opened relative to their folder's descriptor with `O_NOFOLLOW`, and the open
-inode is checked: a regular file with one link, on the store's device. No name is resolved
-twice. An artifact is read from its run's pack (`agent.context.packs`), or its own file.
+Cleanup must never delete a live run (runs may share one `artifacts_dir`): a live run holds a
+shared `flock` on its folder (its lease) until the store closes or the process dies. A folder
+beyond the newest `keep`, untouched for `min_age_s`, is locked exclusively without waiting,
+renamed to `.trash-*` and deleted; where `flock` is refused nothing is, and without `fcntl`
+(Windows) only the age protects. Checking a path then opening it races with a symlink swap, and
+a hard link from outside looks like any file: so files are opened relative to their folder's
+descriptor with `O_NOFOLLOW`, and the open inode must be a regular file with one link on the
+store's device.
 """
 
 from __future__ import annotations
@@ -90,8 +85,8 @@ def _open_folder(root_fd: int, name: str) -> int | None:
 
 
 def open_regular(dir_fd: int, name: str, device: int) -> int | None:
-    """Open `name` in `dir_fd` for reading, or None if absent; `Refused` unless it is a
-    regular file with one link on `device`. The check is on the open inode: no race."""
+    """`name` in `dir_fd` opened to read, or None if absent; `Refused` unless the open inode (no race)
+    is a regular file with one link on `device`."""
     try:
         fd = os.open(name, _READ, dir_fd=dir_fd)
     except OSError as error:
@@ -116,8 +111,8 @@ def open_regular(dir_fd: int, name: str, device: int) -> int | None:
 
 @dataclass(frozen=True)
 class Opened:
-    """An artifact found in a run folder: an open, checked descriptor of its own file (all of
-    it), or of its run's pack (`size` bytes from `at`; see `agent.context.packs`)."""
+    """An artifact found in a run folder: a checked descriptor of its own file, or of its run's pack
+    (`size` bytes from `at`)."""
 
     fd: int
     folder: str
@@ -128,9 +123,8 @@ class Opened:
 def open_in_folder(
     folder_fd: int, folder: str, name: str, device: int, packed: Packed | None = None
 ) -> Opened | None:
-    """Artifact `name` of one run folder, checked as in `open_regular`: in the pack where the
-    index (or `packed`) places it, else a file of that name. The pack comes first, so a file
-    planted under an artifact's name is never read in its place."""
+    """Artifact `name` of one run folder, checked as in `open_regular`: in the pack where the index (or
+    `packed`) places it, else a file of that name; pack first, so a planted file is never read instead."""
     if packed is None:
         index = open_regular(folder_fd, INDEX_FILE, device)
         if index is not None:
@@ -155,17 +149,13 @@ def open_in_store(root_fd: int, folder: str, name: str) -> Opened | None:
         os.close(folder_fd)
 
 
-HASH_CHUNK = 1 << 20
-
-
 def genuine(found: Opened, name: str) -> bool:
-    """Whether the bytes `found` holds hash to the digest in `name`: a name can never point at
-    other bytes, whichever folder, pack or process wrote them."""
+    """Whether `found`'s bytes hash to the digest in `name`, whichever folder, pack or process wrote them."""
     digest = name.rsplit("-", 1)[-1].split(".", 1)[0]
     whole = os.fstat(found.fd).st_size - found.at if found.size is None else found.size
     hasher, done = hashlib.sha256(), 0
     while done < whole:
-        chunk = os.pread(found.fd, min(HASH_CHUNK, whole - done), found.at + done)
+        chunk = os.pread(found.fd, min(1 << 20, whole - done), found.at + done)
         if not chunk:
             return False
         hasher.update(chunk)
@@ -174,9 +164,8 @@ def genuine(found: Opened, name: str) -> bool:
 
 
 def find_in_runs(root: str | Path, name: str) -> Opened:
-    """Artifact `name`, opened and checked, from the newest run folder under `root` whose copy
-    has the bytes its name hashes. FileNotFoundError if the store or the name is absent;
-    `Refused` if only copies that differ (planted, or damaged) were found."""
+    """Artifact `name`, checked, from the newest run folder under `root` whose copy is `genuine`;
+    FileNotFoundError if absent, `Refused` if only differing (planted or damaged) copies were found."""
     try:
         root_fd = open_root(root)
     except (FileNotFoundError, NotADirectoryError):
@@ -204,8 +193,7 @@ def find_in_runs(root: str | Path, name: str) -> Opened:
 
 
 def read_capped(fd: int, max_bytes: int, at: int = 0, size: int | None = None) -> tuple[bytes, int]:
-    """Up to `max_bytes` of `fd` (closed after) from `at`, and the whole size: `size` when
-    given (an artifact in a pack), else the file's."""
+    """Up to `max_bytes` of `fd` (closed after) from `at`, and the whole size (`size`, else the file's)."""
     try:
         whole = os.fstat(fd).st_size if size is None else size
         return pread_all(fd, at, min(whole, max_bytes)), whole
@@ -237,9 +225,6 @@ class Lease:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
-        self.dir_fd = self._acquire()
-
-    def _acquire(self) -> int:
         for _ in range(50):
             self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             dir_fd = os.open(self.folder, DIRECTORY | NOFOLLOW)
@@ -248,7 +233,8 @@ class Lease:
                     fcntl.flock(dir_fd, fcntl.LOCK_SH)  # waits only while a cleanup holds it
             with contextlib.suppress(OSError):  # still the folder at that path?
                 if _same(os.stat(self.folder, follow_symlinks=False), os.fstat(dir_fd)):
-                    return dir_fd
+                    self.dir_fd = dir_fd
+                    return
             os.close(dir_fd)  # a cleanup deleted it while we waited: make a new one
         raise OSError(errno.EBUSY, f"could not lease run folder {self.folder}")
 
@@ -266,9 +252,8 @@ class Lease:
 def cleanup_runs(
     root: str | Path, keep: int, *, current: Path | None = None, min_age_s: float = DEFAULT_MIN_AGE_S
 ) -> list[Path]:
-    """Delete run folders under `root` beyond the newest `keep` that no live run holds and
-    nobody touched for `min_age_s`; returns them. Only folders holding an index are candidates,
-    symlinks are never followed, and `current` is never deleted."""
+    """Delete and return the run folders (holding an index) under `root` beyond the newest `keep`, free
+    and untouched for `min_age_s`; symlinks are never followed, and `current` is never deleted."""
     if keep < 1:
         return []
     base = Path(root)
@@ -280,9 +265,7 @@ def cleanup_runs(
     try:
         _remove_trash(root_fd, base)
         for mtime, name in list_runs(root_fd)[keep:]:
-            if current is not None and name == Path(current).name:
-                continue
-            if time.time() - mtime < min_age_s:
+            if (current is not None and name == Path(current).name) or time.time() - mtime < min_age_s:
                 continue
             with contextlib.suppress(OSError):  # one folder we cannot delete never stops the run
                 if _delete_if_free(root_fd, base, name, min_age_s):

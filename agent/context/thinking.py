@@ -1,18 +1,10 @@
 """Thinking blocks under a history that gets rewritten: what stays legal, and what it costs.
 
-A thinking block's signature covers its text; on models with *preserved thinking*
-(`ModelInfo.preserved_thinking`) it also covers its prefix: tools, system, and everything
-before it. Once anything there changes, that block and every later one are invalid
-(dropping only the first shifts the next one's prefix). Pruning and compaction rewrite
-earlier turns, so `Agent(thinking_history=...)` picks a strategy:
-
-* ``"keep"``: send every block back; right where thinking is bound to its content only.
-* ``"strip"``: remove every thinking block from the first rewritten message on; nothing
-  left can fail its check, at the cost of the reasoning after each rewrite.
-* ``"drop_block"``: let the API drop the invalid blocks (beta `BINDING_BETA`): as "strip",
-  decided by the server, with the dropped bytes still uploaded.
-* ``"append_only"``: prune only when compacting, so the prefix moves once per compaction
-  rather than per pruning batch, and strip then; in between the history is append-only.
+On models with *preserved thinking* a block's signature also covers its prefix, so once pruning
+or compaction rewrites an earlier turn, that block and every later one are invalid. The
+`thinking_history` strategy: "keep" sends every block back (right where only the text is
+signed); "strip" removes the blocks from the first rewrite on; "drop_block" lets the API drop
+the invalid ones (beta `BINDING_BETA`); "append_only" prunes only when compacting, then strips.
 """
 
 from __future__ import annotations
@@ -40,14 +32,13 @@ BINDING_BETA = "thinking-binding-controls-2026-08-01"
 
 
 def default_strategy(info: ModelInfo | None) -> str:
-    """ "append_only" where thinking is bound to its prefix (fewest rewrites: the most reasoning
-    kept at the lowest cost, as benchmarks/thinking.py measures); else "keep"."""
+    """ "append_only" where thinking is bound to its prefix (the most reasoning kept at the lowest
+    cost, benchmarks/thinking.py); else "keep"."""
     return "append_only" if info is not None and info.preserved_thinking else "keep"
 
 
 def first_rewrite(sent: Sequence[Msg], new: Sequence[Msg]) -> int | None:
-    """Index of the first message of `new` that is not the message `sent` had there;
-    None when `new` only appends to `sent` (the prefix is intact)."""
+    """Index of the first message of `new` unlike `sent`'s there; None when `new` only appends."""
     for index, (before, after) in enumerate(zip(sent, new, strict=False)):
         if before is not after and before != after:
             return index

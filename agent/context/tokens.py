@@ -1,17 +1,11 @@
 """Token estimates good enough to steer by, and honest about being estimates.
 
-A request is estimated as characters / 4 of its JSON (cheap, deterministic, no network).
-`Calibration` corrects that ratio with what the API billed after each step, so the
-estimate converges on the real tokenizer. Thinking blocks are what a ratio cannot learn:
-with `display` omitted a block comes back as an empty string and a signature, yet the
-whole reasoning is read (and billed) each time it is sent back. So `Calibration` also
-keeps each block's hidden size, learned from the response that produced it, and adds it
-to every estimate of a value still carrying the block.
-
-Where a decision hinges on the exact number (over the compaction threshold?),
-`request_tokens` can ask a `TokenCounter` (the free `count_tokens` endpoint), only near
-the line and falling back to the estimate if the count fails. Nothing is remembered
-between calls: a value edited in place is measured as it now is.
+A request is estimated as characters / 4 of its JSON (cheap, deterministic, offline). `Calibration`
+corrects that ratio with what the API billed, and keeps each thinking block's hidden size, learned
+from the response that produced it: with `display` omitted a block comes back as a signature, yet
+its whole reasoning is billed each time it is sent back, which no ratio can learn. Near a decision's
+line, `request_tokens` can ask a `TokenCounter` (the free `count_tokens` endpoint). Nothing is
+remembered between calls: a value edited in place is measured as it now is.
 """
 
 from __future__ import annotations
@@ -30,7 +24,6 @@ if TYPE_CHECKING:
 __all__ = [
     "Calibration",
     "estimate_tokens",
-    "key_chars",
     "prompt_estimate",
     "reaches",
     "request_tokens",
@@ -43,10 +36,9 @@ CHARS_PER_TOKEN = 4.0
 
 
 def _encoder() -> Callable[[Any], str]:
-    """`json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)`, made once.
-
-    Every estimate serialises the whole history, so the C encoder is called directly, without
-    `json.dumps`'s Python layers or cycle bookkeeping (a cycle still ends in a RecursionError)."""
+    """`json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)`, made once: every
+    estimate serialises the whole history, so the C encoder is called directly (no cycle check: a
+    cycle still ends in a RecursionError)."""
     make = getattr(json.encoder, "c_make_encoder", None)
     if make is None:
         return json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
@@ -65,11 +57,6 @@ def _chars(value: Any) -> int:
     return len(_dumps(value))
 
 
-def key_chars(key: str, value: Any) -> int:
-    """Characters one more `"key":value` item adds to a non-empty dict's JSON (its comma too)."""
-    return _chars({key: value}) - 1  # less two braces, plus the comma
-
-
 def estimate_tokens(value: Any, chars_per_token: float = CHARS_PER_TOKEN) -> int:
     """Rough token count of any JSON-able value (a request, a message, a string)."""
     return math.ceil(_chars(value) / chars_per_token)
@@ -86,18 +73,14 @@ def reaches(values: Iterable[Any], tokens: float) -> bool:
     return False
 
 
-def _defers(tools: Any) -> bool:
-    """Whether a request's `tools` hold a `"defer_loading": true` declaration (tool search's)."""
-    return isinstance(tools, list) and any(
-        isinstance(t, Mapping) and t.get("defer_loading") is True for t in tools
-    )
-
-
 def prompt_estimate(request: Any) -> int:
     """`estimate_tokens` of a request as the model reads it: a deferred tool declaration is in
     the body but not in the prompt until a `tool_reference` loads it, so unloaded ones are left out."""
     raw = estimate_tokens(request)
-    if not isinstance(request, Mapping) or not _defers(request.get("tools")):
+    tools = request.get("tools") if isinstance(request, Mapping) else None
+    if not isinstance(tools, list) or not any(
+        isinstance(t, Mapping) and t.get("defer_loading") is True for t in tools
+    ):
         return raw
     from agent.context.deferred import unloaded_deferred  # loaded by the runs that defer tools
 

@@ -1,11 +1,6 @@
-"""Shared pieces of the compressors: cut notes, line picking, and the hard budget guard.
-
-Every compressor answers the same two questions in the text it returns: what was
-cut, and where the whole result is (`where(pointer)`). The line picker is the one
-piece of selection logic the text compressors share: each says which lines matter
-(with a priority), the picker keeps the most important ones that fit and shows the
-gaps, so "keep the facts" and "respect the budget" are decided in one place.
-"""
+"""Shared pieces of the compressors: cut notes, the hard budget guard, and the line picker, which
+decides "keep the facts" and "respect the budget" in one place: each compressor ranks lines, the
+picker keeps the best that fit and marks the gaps."""
 
 from __future__ import annotations
 
@@ -48,9 +43,9 @@ def is_important(line: str) -> bool:
 
 
 def important_lines(lines: Sequence[str], limit: int = 20, base: int = 6) -> list[tuple[int, int]]:
-    """(priority, index) for important lines and the two lines before each (the `File ...` or
-    command line that says where). Errors rank before warnings; a line repeating an earlier one
-    with other numbers or names ranks after every first occurrence, except the last of its kind."""
+    """(priority, index) for important lines and the two before each (the `File ...` line that says
+    where). Errors rank before warnings; a repeat (other numbers or names) after every first
+    occurrence, except the last of its kind."""
     found: dict[str, list[int]] = {}
     for i, line in enumerate(lines):
         if len(line) < 4000 and is_important(line):
@@ -89,8 +84,7 @@ def fit(text: str, budget: int, pointer: str | None) -> str:
         return note.format(len(text)).strip()[:budget]
     head = room * 2 // 3
     tail = room - head
-    cut = len(text) - head - tail
-    return text[:head] + note.format(cut) + (text[-tail:] if tail else "")
+    return text[:head] + note.format(len(text) - room) + text[-tail:]
 
 
 class Origin(Protocol):
@@ -111,19 +105,15 @@ def pick_lines(
     footer: str = "",
     origin: Origin | None = None,
 ) -> str:
-    """Keep the most important lines that fit in `budget`, in their original order.
+    """The most important lines that fit in `budget`, in their original order.
 
-    `priorities` holds (priority, index) pairs, lower priority first. Kept lines are
-    shown as they are (prefixed `L<n> ` when `numbered`), and each run of dropped
-    lines as one `[... N lines]` marker (not when numbered, where the numbers show
-    the gaps, nor when `gaps` is False; `gaps="..."`: that marker, for a view so crowded that
-    the counts would take the room of the lines). `origin[i]` is (first source line, number of
-    source lines) of `lines[i]` when lines were folded; `header` and `footer` are
-    always kept.
+    `priorities`: (priority, index) pairs, lowest first. Kept lines are prefixed `L<n> ` when
+    `numbered`; each run of dropped lines becomes `[... N lines]` (not when numbered or `gaps` is
+    False; `gaps="..."` uses that marker, for views too crowded for counts). `origin` maps folded
+    lines to their source lines; `header` and `footer` are always kept.
     """
-    where_of = (
-        origin if origin is not None else _Unfolded()
-    )  # not a list: a tuple per line costs ~20x the line on big inputs
+    # not a list: a tuple per line costs ~20x the line on big inputs
+    where_of = origin if origin is not None else _Unfolded()
     show_gaps = bool(gaps) and not numbered
     marker = gaps if isinstance(gaps, str) else None
     gap_cost = len(marker) + 1 if marker else 17
@@ -173,9 +163,8 @@ def _gap(lines: Sequence[str], where_of: Origin, start: int, stop: int) -> str |
 
 
 def head_tail(count: int, budget: int, head_weight: int = 2, tail_weight: int = 3) -> list[tuple[int, int]]:
-    """(priority, index) of lines by their distance from either end. Only the `budget // 2` lines
-    nearest each end are listed: no more can fit (a line costs 2 chars at least), and listing every
-    line of a 40 MB result would cost more memory than the result."""
+    """(priority, index) of lines by their distance from either end; only the `budget // 2` nearest
+    each end, as no more can fit (a line costs 2 chars at least) and listing all would cost memory."""
     reach = min(count, budget // 2 + 1)
     pairs = [(head_weight * i, i) for i in range(reach)]
     pairs += [(tail_weight * (count - 1 - i) + 1, i) for i in range(count - reach, count)]

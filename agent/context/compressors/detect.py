@@ -1,11 +1,5 @@
-"""What kind of text a tool result is: the detectors, apart from the compressors.
-
-`agent.context.compress` asks these, in a fixed order, which kind a result is, then loads
-only that kind's compressor: a run whose results are all logs never imports the HTML or
-diff compressor. Each detector reads a bounded sample (the first lines or characters), so
-detection costs little on a huge result; the patterns a compressor also needs are imported
-from here by its module.
-"""
+"""Which kind a tool result is: apart from the compressors, so a run imports only the kinds it
+meets. Each detector reads a bounded sample, so detection is cheap on a huge result."""
 
 from __future__ import annotations
 
@@ -99,8 +93,8 @@ def is_diff(lines: list[str]) -> bool:
 
 
 def is_diagnostics(lines: list[str]) -> bool:
-    """Compiler or linter output: `path:line: error: ...` or ruff's `--> path:line:col` sites,
-    on a fifth of the lines at least (a twenty-fifth with source panes between them)."""
+    """`path:line: error: ...` on a fifth of the lines, or ruff's `--> path:line:col` on a twenty-fifth
+    (source panes between them)."""
     rows = [line for line in lines[:400] if line.strip()]
     if len(rows) < 3:
         return False

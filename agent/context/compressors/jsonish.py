@@ -1,11 +1,8 @@
 """Any Python value as JSON text, safely: the full dump for artifacts, and parsing.
 
-`json.dumps` is the fast path, but tool results are not always JSON-friendly: keys
-that are tuples, NaN, bytes, sets, pydantic models, integers too long to print, or
-nesting 10,000 levels deep (which makes the C encoder raise RecursionError). The
-fallback here is an iterative encoder with no recursion at all, so the full result
-of any tool can always be stored and measured. Sets are sorted, so the text never
-depends on the hash seed.
+Tool results are not always JSON-friendly (tuple keys, NaN, bytes, sets, pydantic models, huge
+ints, nesting deep enough to make the C encoder raise RecursionError), so the fallback is an
+iterative encoder: any full result can be stored and measured. Sets are sorted (hash-seed proof).
 """
 
 from __future__ import annotations
@@ -64,11 +61,9 @@ def json_key(key: Any) -> str:
     """A dict key as JSON spells it (non-string keys included)."""
     if isinstance(key, str):
         return key
-    if key is True or key is False or key is None:
-        return json.dumps(key)
     if isinstance(key, float) and not math.isfinite(key):
         return "NaN" if math.isnan(key) else ("Infinity" if key > 0 else "-Infinity")
-    if isinstance(key, (int, float)):
+    if key is None or isinstance(key, (int, float)):
         return scalar_json(key)
     return safe_str(key, 200)
 
@@ -103,11 +98,8 @@ def _default(value: Any) -> Any:
 
 
 def dump_full(value: Any) -> tuple[str, bool]:
-    """The whole `value` as text, and whether that text is JSON.
-
-    Strings and bytes are returned as text (is_json False); anything else as compact,
-    strict JSON (NaN becomes a string), whatever its shape or depth.
-    """
+    """The whole `value` as text, and whether that text is JSON: strings and bytes as they are,
+    anything else as compact strict JSON (NaN becomes a string), whatever its shape or depth."""
     if isinstance(value, str):
         return value, False
     if isinstance(value, (bytes, bytearray, memoryview)):
@@ -124,57 +116,45 @@ _END = object()
 
 
 def encode_iterative(value: Any) -> str:
-    """Compact strict JSON of any value, with an explicit stack (no recursion limit).
-
-    Cycles become the string "<cycle>"; non-string keys are spelled as JSON spells them.
-    """
+    """Compact strict JSON of any value, with an explicit stack (no recursion limit); cycles become
+    the string "<cycle>"."""
     out: list[str] = []
     stack: list[tuple[Iterator[Any], bool, int]] = []
-    counts: list[int] = []
     on_path: set[int] = set()
     current: Any = value
-    have_value = True
     while True:
-        if have_value:
-            node = normalize(current)
-            if isinstance(node, (Mapping, list, tuple)):
-                if id(node) in on_path:
-                    out.append('"<cycle>"')
-                else:
-                    is_dict = isinstance(node, Mapping)
-                    out.append("{" if is_dict else "[")
-                    on_path.add(id(node))
-                    items: list[Any]
-                    try:
-                        items = list(node.items()) if isinstance(node, Mapping) else list(node)
-                    except Exception:
-                        items = []
-                    stack.append((iter(items), is_dict, id(node)))
-                    counts.append(0)
-            else:
-                out.append(scalar_json(node))
-        have_value = False
-        while stack:
+        node = normalize(current)
+        if not isinstance(node, (Mapping, list, tuple)):
+            out.append(scalar_json(node))
+        elif id(node) in on_path:
+            out.append('"<cycle>"')
+        else:
+            is_dict = isinstance(node, Mapping)
+            out.append("{" if is_dict else "[")
+            on_path.add(id(node))
+            items: list[Any]
+            try:
+                items = list(node.items()) if isinstance(node, Mapping) else list(node)
+            except Exception:
+                items = []
+            stack.append((iter(items), is_dict, id(node)))
+        while stack:  # close finished containers until one has a next item
             iterator, is_dict, node_id = stack[-1]
             item: Any = next(iterator, _END)
-            if item is _END:
-                out.append("}" if is_dict else "]")
-                on_path.discard(node_id)
-                stack.pop()
-                counts.pop()
-                continue
-            if counts[-1]:
-                out.append(",")
-            counts[-1] += 1
-            if is_dict:
-                key, current = item
-                out.append(json.dumps(json_key(key), ensure_ascii=False) + ":")
-            else:
-                current = item
-            have_value = True
-            break
-        if not have_value:
+            if item is not _END:
+                break
+            out.append("}" if is_dict else "]")
+            on_path.discard(node_id)
+            stack.pop()
+        else:
             return "".join(out)
+        if out[-1] not in ("{", "["):
+            out.append(",")
+        if is_dict:
+            key, current = item
+            out.append(json.dumps(json_key(key), ensure_ascii=False) + ":")
+        else:
+            current = item
 
 
 @dataclass(frozen=True)

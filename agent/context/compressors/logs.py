@@ -1,14 +1,9 @@
 """Logs: every distinct error and warning with its line number, repeats folded, level counts.
 
-A log is mostly the same few lines with different numbers in them. Masking the
-timestamp, numbers and hex ids gives each line a template; each template is shown
-once, at its first occurrence, with how often it recurred. Errors come first, then
-exception lines (a traceback inside the log), then warnings, then the first and
-last lines, then one line of each other kind (rarest first), and nothing more: a
-log of a few kinds of line gets a short view, whatever the budget, since more
-lines of a kind already shown say nothing new and the model reads them at every
-step they stay. Lines keep their numbers (`L123`), which is what a later
-`read_artifact(start_line=...)` needs.
+Masking timestamps, numbers and hex ids gives each line a template, shown once (first occurrence)
+with its recurrence count: errors, exception lines, warnings, the first and last lines, then one
+line of each other kind, rarest first, and nothing more, since more lines of a shown kind say
+nothing new. Lines keep their numbers (`L123`) for `read_artifact(start_line=...)`.
 """
 
 from __future__ import annotations
@@ -30,7 +25,6 @@ _MESSAGE = re.compile(r"^.{0,60}?\]?: ")
 _SOURCE = re.compile(r"^.{0,160}?\] - ")
 """A `- INFO [thread:Class@line] - ` source (log4j, ZooKeeper): what follows it is the message."""
 _LEVELS = {"TRACE", "DEBUG", "INFO", "NOTICE", "WARN", "WARNING", "ERROR", "ERR", "CRITICAL", "FATAL", "-"}
-_WORDS = 2
 _CHUNK = 500
 """Lines masked per pass: a pass over the whole text would hold three copies of it at once."""
 _ORDER = ("FATAL", "CRITICAL", "ERROR", "WARNING", "NOTICE", "INFO", "DEBUG", "TRACE")
@@ -47,28 +41,25 @@ def _level(line: str) -> str | None:
 
 
 def _coarse(template: str) -> str:
-    """A template's first words after its source (`sshd[#]: `, `[thread:Class@#] - `) and level:
-    `Accepted password` and `Failed password` are two kinds of line, whatever user name follows."""
+    """A template's first two words after its source (`sshd[#]: `, `[thread:Class@#] - `) and level:
+    `Accepted password` and `Failed password` are two kinds, whatever user name follows."""
     message = _SOURCE.sub("", _MESSAGE.sub("", template, count=1), count=1)
     words = [
         w for w in message.split() if w.upper().strip("[]:") not in _LEVELS and any(c.isalpha() for c in w)
     ]
-    return " ".join(words[:_WORDS])
+    return " ".join(words[:2])
 
 
 _RARE = 3
 """A template seen at most this often is a rare line: its first and last occurrence are facts."""
 _RARE_LISTED = 2000
-"""Rare templates ranked at most: more can never fit a budget, and listing every one of a log of
-unique lines would cost memory for nothing."""
+"""Rare templates ranked at most: more can never fit a budget."""
 
 
 def _rare_templates(groups: dict[str, list[int]], kinds: dict[str, int], base: int) -> list[tuple[int, int]]:
-    """(priority, index) of every rare template's first and last line, right after the first line of
-    its coarse kind (`kinds`: the kind's rank, rarest kind first). One line per kind hides
-    `... failures for admin` behind `... failures for root`, and `ELECTION TOOK - 238` behind
-    `ELECTION TOOK - 49`: the one line among thousands is what the log is read for, and a bigger
-    budget buys more of them."""
+    """(priority, index) of every rare template's first and last line, right after its coarse kind's
+    first line (`kinds`: rank, rarest first): one line per kind would hide `ELECTION TOOK - 238`
+    behind `ELECTION TOOK - 49`, and the one line among thousands is what a log is read for."""
     rare = sorted(
         (kinds.get(_coarse(template), 0), count, first, last)
         for template, (first, last, count) in groups.items()
@@ -131,7 +122,6 @@ def compress_log(text: str, budget: int, pointer: str | None) -> str:
     priorities += [(rank, first) for first, rank in rare.items()]
     ranks = {kind: rare[first] - 10 for kind, (_, first) in coarse.items()}
     priorities += _rare_templates(groups, ranks, 11)
-    counts = ", ".join(f"{name} {levels[name]}" for name in _ORDER if levels[name])
-    counts = counts or "no levels"
+    counts = ", ".join(f"{name} {levels[name]}" for name in _ORDER if levels[name]) or "no levels"
     header = f"[log: {len(lines)} lines; {counts}; distinct lines, repeats folded; {where(pointer)}]"
     return pick_lines(shown, budget, priorities, numbered=True, header=header, max_line=200)
