@@ -1,7 +1,8 @@
 """General rules of the JSON shrinker, on inputs written here.
 
 Each test fails when its rule is taken out: records briefed by the kinds they show rather
-than in document order, a record known only by its id briefed with whom it is about, a
+than in document order (records of containers only by the kinds inside them), a record
+known only by its id briefed with whom it is about, a
 level refined between two ladder steps so the budget is spent, and a nested list out of the
 brief's reach still briefed rather than shown whole, a wide object's small containers kept
 before its large ones, and its links and URL templates after its own data, and a budget the
@@ -42,6 +43,32 @@ def test_records_are_briefed_rarest_kind_first_not_in_document_order() -> None:
     codes = {row.get("code") for row in parsed["items"] if isinstance(row, dict)}
     assert {"B006", "PLR0913", "SIM910"} <= codes  # each seen once, past the 150th record
     assert parsed["total"] == 243
+
+
+def _trace_batches() -> list[dict[str, Any]]:
+    """An OpenTelemetry trace's batches: records made only of containers, the service and span
+    names nested three levels down; one service appears once, late."""
+    batches = []
+    for n in range(40):
+        service = "fraud-service" if n == 31 else ("checkout-service" if n % 2 else "backend-service")
+        attributes = [
+            {"key": "service.name", "value": {"stringValue": service}},
+            {"key": "telemetry.sdk.name", "value": {"stringValue": "opentelemetry"}},
+        ]
+        span = {"traceId": f"trace-{n:04d}", "name": f"{service}.handle", "kind": "SPAN_KIND_INTERNAL"}
+        batches.append(
+            {
+                "resource": {"attributes": attributes},
+                "scopeSpans": [{"scope": {"name": service}, "spans": [span]}],
+            }
+        )
+    return batches
+
+
+def test_records_of_containers_only_are_briefed_by_the_kinds_inside_them() -> None:
+    out = compress(json.dumps({"batches": _trace_batches()}), 2_000, pointer="x")
+    assert len(out) <= 2_000
+    assert "fraud-service" in out  # the one batch of its service, the 32nd of 40
 
 
 def test_a_record_known_by_its_id_alone_is_briefed_with_whom_it_is_about() -> None:

@@ -22,6 +22,7 @@ __all__ = [
     "Profile",
     "collapsed_dict",
     "compact",
+    "dotted_name",
     "identity_keys",
     "is_id_key",
     "is_scalar",
@@ -29,6 +30,7 @@ __all__ = [
     "mostly_containers",
     "mostly_records",
     "names",
+    "pair_map",
     "profile",
     "scalar",
     "text_of",
@@ -115,16 +117,68 @@ SPREAD = 40
 """Records ordered by `spread` at most: more brief rows than this never fit a budget."""
 
 
-def _identity_pairs(record: Any) -> list[tuple[str, str]]:
-    """(key, value) of a record's identity fields that are short scalars, ids left out."""
+_PAIR_KEYS = (("key", "value"), ("name", "value"), ("Key", "Value"), ("Name", "Value"))
+
+
+def pair_map(items: Sequence[Any]) -> dict[str, Any] | None:
+    """A list of `{key, value}` records (OpenTelemetry attributes, AWS tags, env lists) as the map
+    it spells, `{key: value}`, when its keys are distinct strings; else None."""
+    if not 2 <= len(items) <= SCAN_LIMIT:
+        return None
+    first = normalize(items[0])
+    if not isinstance(first, Mapping) or len(first) != 2:
+        return None
+    names = next((pair for pair in _PAIR_KEYS if all(k in first for k in pair)), None)
+    if names is None:
+        return None
+    out: dict[str, Any] = {}
+    for item in items:
+        record = normalize(item)
+        if (
+            not isinstance(record, Mapping)
+            or len(record) != 2
+            or names[0] not in record
+            or names[1] not in record
+        ):
+            return None
+        key = record[names[0]]
+        if not isinstance(key, str) or key in out:
+            return None
+        out[key] = record[names[1]]
+    return out
+
+
+def dotted_name(record: Mapping[Any, Any]) -> list[Any]:
+    """The shortest `*.name` key (`service.name` over `telemetry.sdk.name`): a map's identity."""
+    names = [k for k in record if isinstance(k, str) and k.endswith(".name")]
+    return [min(names, key=len)] if names else []
+
+
+def _identity_pairs(record: Any, reach: int = 4, path: str = "") -> list[tuple[str, str]]:
+    """(key, value) of a record's identity fields that are short scalars, ids left out. A record
+    of containers only is known by what is inside them, as its brief row shows it: a trace batch
+    by its service and span names (`path` is the dotted way down, `reach` the levels left)."""
     record = normalize(record)
+    if isinstance(record, (list, tuple)):
+        inner = pair_map(record) if path and record else None
+        if inner is not None:  # `{key, value}` entries spell a map: no level down
+            return _identity_pairs(inner, reach, path)
+        return _identity_pairs(record[0], reach - 1, path) if path and record and reach else []
     if not isinstance(record, Mapping):
         return []
+    keys = identity_keys(record)
+    if path:
+        keys = keys or dotted_name(record) or [k for k in record if is_scalar(normalize(record[k]))][:3]
     pairs = []
-    for key in identity_keys(record):
+    for key in keys:
         value = normalize(record[key])
         if is_scalar(value) and not is_id_key(key) and (not isinstance(value, str) or len(value) <= 80):
-            pairs.append((key, value if isinstance(value, str) else scalar_json(value)))
+            pairs.append((path + str(key), value if isinstance(value, str) else scalar_json(value)))
+        elif path and reach and isinstance(value, Mapping):  # a name spelled as an object
+            pairs += _identity_pairs(value, reach - 1, f"{path}{key}.")
+    if not keys and reach and not any(is_scalar(normalize(v)) for v in record.values()):
+        for key in list(record)[:2]:
+            pairs += _identity_pairs(record[key], reach - 1, f"{path}{key}.")
     return pairs
 
 

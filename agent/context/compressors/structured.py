@@ -36,6 +36,7 @@ from agent.context.compressors.shapes import (
     Profile,
     collapsed_dict,
     compact,
+    dotted_name,
     identity_keys,
     is_id_key,
     is_scalar,
@@ -43,6 +44,7 @@ from agent.context.compressors.shapes import (
     mostly_containers,
     mostly_records,
     names,
+    pair_map,
     profile,
     scalar,
     text_of,
@@ -119,7 +121,7 @@ class _Viewer:
         if isinstance(value, Mapping):
             return self._dict(value, depth)
         if isinstance(value, (list, tuple)):
-            pairs = _pairs(value)
+            pairs = pair_map(value)
             return self._dict(pairs, depth) if pairs is not None else self._list(value, depth)
         return scalar(value)
 
@@ -243,13 +245,13 @@ class _Viewer:
     def _brief(self, item: Any, depth: int, reach: int = 3) -> Any:
         record = normalize(item)
         if isinstance(record, (list, tuple)) and record:  # out of reach too: a brief, never the whole list
-            pairs = _pairs(record)
+            pairs = pair_map(record)
             if pairs is not None:
                 return self._brief(pairs, depth, max(reach - 1, 0))
             return [self._brief(record[0], depth, max(reach - 1, 0))]
         if not isinstance(record, Mapping):
             return self.view(record, depth)
-        keys = identity_keys(record) or _dotted_name(record)
+        keys = identity_keys(record) or dotted_name(record)
         if not keys:
             keys = [k for k in record if is_scalar(record[k])][:3]
         if not keys and reach:  # only containers: the identity of what is inside them
@@ -292,9 +294,6 @@ class _Viewer:
         return cached
 
 
-_PAIR_KEYS = (("key", "value"), ("name", "value"), ("Key", "Value"), ("Name", "Value"))
-
-
 _URL_TEMPLATE = re.compile(r"https?://\S*\{[/?+#&.;]?\w[^}]*\}\S*$")
 """A URL template (RFC 6570: `https://api.github.com/repos/o/r/issues{/number}`)."""
 
@@ -332,40 +331,6 @@ tarball URL or a digest is no use, and `read_artifact` would be needed for the o
 
 def _identifier(value: str) -> bool:
     return len(value) <= IDENTIFIER_CHARS and not any(c.isspace() for c in value)
-
-
-def _pairs(items: Sequence[Any]) -> dict[str, Any] | None:
-    """A list of `{key, value}` records (OpenTelemetry attributes, AWS tags, env lists) as the map
-    it spells, `{key: value}`, when its keys are distinct strings; else None."""
-    if not 2 <= len(items) <= SCAN_LIMIT:
-        return None
-    first = normalize(items[0])
-    if not isinstance(first, Mapping) or len(first) != 2:
-        return None
-    names = next((pair for pair in _PAIR_KEYS if all(k in first for k in pair)), None)
-    if names is None:
-        return None
-    out: dict[str, Any] = {}
-    for item in items:
-        record = normalize(item)
-        if (
-            not isinstance(record, Mapping)
-            or len(record) != 2
-            or names[0] not in record
-            or names[1] not in record
-        ):
-            return None
-        key = record[names[0]]
-        if not isinstance(key, str) or key in out:
-            return None
-        out[key] = record[names[1]]
-    return out
-
-
-def _dotted_name(record: Mapping[Any, Any]) -> list[Any]:
-    """The shortest `*.name` key (`service.name` over `telemetry.sdk.name`): a map's identity."""
-    names = [k for k in record if isinstance(k, str) and k.endswith(".name")]
-    return [min(names, key=len)] if names else []
 
 
 def _http_view(value: Mapping[str, Any], keep: set[int]) -> tuple[dict[str, Any], int]:
