@@ -117,7 +117,8 @@ async def call_with_retries(config: AgentConfig, request: dict[str, Any], state:
             response = await _send(config, request, state)
             check_usage(response)
             break
-        except (MissingAPIKey, ModelCallFailed) as error:  # the LLM's own account says it best
+        except (MissingAPIKey, ModelCallFailed) as error:  # the LLM's own account (no key, a cassette
+            # miss) says it best: raised as itself, with the run so far and nothing chained
             error.result = state.result(final_text(state.messages), "error")
             raise error.with_traceback(None) from None
         except Exception as error:

@@ -80,7 +80,8 @@ class AgentConfig:
     system: str = ""
     """System prompt. Keep it free of timestamps: a changing system prompt kills the cache."""
     tools: Sequence[Tool | Mapping[str, Any] | Callable[..., Any]] = ()
-    """Tools (or plain typed functions) the model may call; a definition dict is a tool the API runs."""
+    """Tools (or plain typed functions) the model may call; a definition dict or a `ServerTool` is a
+    tool the API runs."""
     extensions: Sequence[Extension] = ()
     """Features beyond the core, each on the seam (`agent.extension`), hooks called in this order."""
     llm: LLM | None = None

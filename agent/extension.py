@@ -2,8 +2,8 @@
 
 Hooks, not `Agent` keywords: a feature's options live on its own constructor, and the loop reads without it.
 Every hook is optional, declared in the order a run meets it and called in list order (a request passes
-each `request` hook in turn). Per-run state goes in `run.extras`, never on the extension, so one agent can
-serve two runs at once."""
+each `request` hook in turn, so a logger that should see the final body goes last). Per-run state goes
+in `run.extras`, never on the extension, so one agent can serve two runs at once."""
 
 from __future__ import annotations
 

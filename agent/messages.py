@@ -47,7 +47,8 @@ a server call's code), may be `agent.server_blocks`' to act on."""
 
 
 def _server_side(messages: Iterable[Mapping[str, Any]]) -> bool:
-    """Whether an assistant turn holds a block outside `CLIENT_BLOCKS`, so `agent.server_blocks` must load."""
+    """Whether an assistant turn holds a block outside `CLIENT_BLOCKS`, or a `tool_use` with a `caller`:
+    then `agent.server_blocks` may act on it (a loose test: it loads only for such turns)."""
     return any(
         isinstance(b, Mapping) and (b.get("type") not in CLIENT_BLOCKS or "caller" in b)
         for m in messages

@@ -79,7 +79,8 @@ def on_private_loop() -> bool:
 
 
 async def blocking(fn: Callable[..., T], /, *args: Any) -> T:
-    """`fn(*args)`, a call that blocks: in a worker thread, or in place on `run`'s private loop."""
+    """`fn(*args)`, a call that blocks: in a worker thread, so other runs on the loop go on; on `run`'s
+    private loop in place (no thread hop, and Ctrl-C interrupts it as usual)."""
     if _PRIVATE_LOOP.get():
         return fn(*args)
     return await asyncio.to_thread(fn, *args)

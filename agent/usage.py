@@ -349,7 +349,7 @@ class RunUsage:
     @property
     def priced_cost_usd(self) -> float:
         """Dollars of the calls with a known price (an unpriced call adds 0): what a budget counts."""
-        return sum(s.cost_usd or 0.0 for s in self.steps)
+        return sum((s.cost_usd or 0.0 for s in self.steps), 0.0)
 
     @property
     def cache_hit_ratio(self) -> float:

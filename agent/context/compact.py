@@ -264,7 +264,7 @@ def compact(
         summary, failure = "", f"the summarizer failed: {type(error).__name__}: {error}"
     if failure:
         log.warning("compaction fell back to pruning: %s", failure)
-        fallback = prune(messages, 1, protected=protected, pointer_for=pointer_for or _no_pointer)
+        fallback = prune(messages, 1, batch=1, protected=protected, pointer_for=pointer_for or _no_pointer)
         return Compaction(fallback, "fallback", failure)
     task = request if request is not None else original_request(messages)
     folded = summary_message(task, carried_actions(head, irreversible), summary)
@@ -295,7 +295,9 @@ def fit_context(
     if limit <= 0 or measure(messages) <= trigger:
         return Compaction(list(messages), "skipped", "under budget")
     if keep_recent > 0:
-        pruned = prune(messages, keep_recent, protected=protected, pointer_for=pointer_for or _no_pointer)
+        pruned = prune(
+            messages, keep_recent, batch=1, protected=protected, pointer_for=pointer_for or _no_pointer
+        )
         if pruned != list(messages) and measure(pruned) <= trigger * TAIL_SHARE:
             return Compaction(pruned, "pruned", "pruning ahead of the batch made enough room")
         messages = pruned

@@ -8,7 +8,8 @@ results older than the newest `keep_recent` result turns become a stub such as
 Only the *content* is replaced (a `tool_use` without its `tool_result` is a 400). Kept whole:
 the first message, results shorter than their stub, and `never_prune`/`irreversible` results
 (forgetting that a refund was made is how it gets made twice). Pruning moves the cached
-prefix, so it runs in batches of `batch` turns. `prune` is pure and idempotent.
+prefix, so it runs in batches: nothing until at least `batch` turns are prunable, then all at
+once; between batches the prefix stays byte-stable. `prune` is pure and idempotent.
 """
 
 from __future__ import annotations
@@ -207,7 +208,8 @@ def prunable_turns(
 
 def pruned_next_step(messages: Sequence[Msg], keep_recent: int, batch: int, protected: Protected) -> bool:
     """Whether the next step's pruning stubs a result of the newest turn (then `agent.context.cache`
-    leaves it out of the cache). Asked every step, so it reads only the newest two messages."""
+    leaves it out of the cache). Asked every step, so it reads only the newest two messages, unless a
+    batch of several turns must be counted."""
     if keep_recent != 1 or len(messages) < 2 or not _result_blocks(messages[-1]):
         return False  # kept at least one more step, or never pruned
     names = _names_by_id(messages[-2:])

@@ -587,6 +587,13 @@ def test_running_usage_totals_equal_the_full_sums_whatever_happens_to_the_list(
         )
 
 
+def test_a_run_with_no_answer_booked_costs_a_float_zero() -> None:
+    """A tracer exports `cost_usd` as a double: an int 0 for a run that failed at its first call
+    would change the attribute's type."""
+    usage = RunUsage()
+    assert type(usage.cost_usd) is float and type(usage.priced_cost_usd) is float
+
+
 def test_a_resumed_run_checks_its_cost_budget_against_the_whole_run(tmp_path: Any) -> None:
     from agent import Agent
     from agent.errors import CostBudgetExceeded, StepBudgetExceeded

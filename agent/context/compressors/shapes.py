@@ -9,6 +9,7 @@ distinct values, and the short forms of collapsed dicts and long key lists.
 from __future__ import annotations
 
 import heapq
+import itertools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -154,31 +155,37 @@ def dotted_name(record: Mapping[Any, Any]) -> list[Any]:
     return [min(names, key=len)] if names else []
 
 
+_PAIRS_READ = 64
+"""Longest `{key, value}` list read as a map for a record's identity (a brief row reads longer ones
+too): it is asked of every record, and a longer list is read by its first entry."""
+
+
 def _identity_pairs(record: Any, reach: int = 4, path: str = "") -> list[tuple[str, str]]:
     """(key, value) of a record's identity fields that are short scalars, ids left out. A record
     of containers only is known by what is inside them, as its brief row shows it: a trace batch
     by its service and span names (`path` is the dotted way down, `reach` the levels left)."""
     record = normalize(record)
     if isinstance(record, (list, tuple)):
-        inner = pair_map(record) if path and record else None
+        inner = pair_map(record) if path and 2 <= len(record) <= _PAIRS_READ else None
         if inner is not None:  # `{key, value}` entries spell a map: no level down
             return _identity_pairs(inner, reach, path)
         return _identity_pairs(record[0], reach - 1, path) if path and record and reach else []
     if not isinstance(record, Mapping):
         return []
     keys = identity_keys(record)
-    if path:
-        keys = keys or dotted_name(record) or [k for k in record if is_scalar(normalize(record[k]))][:3]
+    if path and not keys:
+        scalars = (k for k in record if isinstance(k, str) and is_scalar(normalize(record[k])))
+        keys = dotted_name(record) or list(itertools.islice(scalars, 3))
     pairs = []
     for key in keys:
         value = normalize(record[key])
         if is_scalar(value) and not is_id_key(key) and (not isinstance(value, str) or len(value) <= 80):
-            pairs.append((path + str(key), value if isinstance(value, str) else scalar_json(value)))
+            pairs.append((path + key, value if isinstance(value, str) else scalar_json(value)))
         elif path and reach and isinstance(value, Mapping):  # a name spelled as an object
             pairs += _identity_pairs(value, reach - 1, f"{path}{key}.")
     if not keys and reach and not any(is_scalar(normalize(v)) for v in record.values()):
         for key in list(record)[:2]:
-            pairs += _identity_pairs(record[key], reach - 1, f"{path}{key}.")
+            pairs += _identity_pairs(record[key], reach - 1, f"{path}{json_key(key)}.")
     return pairs
 
 
