@@ -43,6 +43,7 @@ from typing import Any
 
 from agent.context.artifacts import artifact_name
 from agent.context.compress import compress, detect
+from agent.context.compressors.http import transcript
 from agent.context.compressors.jsonish import dump_full
 from benchmarks import compress_corpus as corpus
 
@@ -86,7 +87,9 @@ class Item:
 
     @cached_property
     def html(self) -> bool:
-        return detect(self.value) == "html"
+        """HTML, or an HTTP transcript of an HTML page (its body is compressed as HTML)."""
+        found = transcript(self.value) if isinstance(self.value, str) else None
+        return detect(found.body if found else self.value) == "html"
 
     @property
     def json_in(self) -> bool:

@@ -13,7 +13,7 @@ import importlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent.context.compressors.common import MIN_BUDGET, fit, where
 from agent.context.compressors.detect import (
@@ -34,6 +34,9 @@ from agent.context.compressors.detect import (
     table_columns,
 )
 from agent.context.compressors.jsonish import TooDeep, dump_full, loads_json_text, normalize, safe_str
+
+if TYPE_CHECKING:
+    from agent.context.compressors.http import Transcript
 
 __all__ = ["MIN_BUDGET", "compress", "detect"]
 
@@ -79,6 +82,8 @@ def detect(value: Any) -> str:
         return "ndjson"
     if loads_json_text(value)[0]:
         return "json"
+    if value.startswith("HTTP/") and _transcript(value) is not None:
+        return "http"
     return _text_kind(value)
 
 
@@ -187,6 +192,8 @@ def _compress(value: Any, budget: int, pointer: str | None, full_text: str | Non
             return json.dumps({"_cut": note}, ensure_ascii=False)
         if parsed:
             return _compress_structured(data, _target("json", budget), pointer)
+        if content.startswith("HTTP/") and (response := _transcript(content)) is not None:
+            return response(budget, pointer, _compress_body)
         kind = _text_kind(content)
         module, function = _TEXT[kind].split(":")
         compressor: Callable[[str, int, str | None], str] = getattr(
@@ -198,6 +205,16 @@ def _compress(value: Any, budget: int, pointer: str | None, full_text: str | Non
     if len(full_text) <= budget:
         return full_text
     return _compress_structured(content, _target("json", budget), pointer)
+
+
+def _transcript(text: str) -> Transcript | None:
+    from agent.context.compressors.http import transcript  # loaded by the runs that meet one
+
+    return transcript(text)
+
+
+def _compress_body(body: str, budget: int, pointer: str | None) -> str:
+    return _compress(body, budget, pointer, None)
 
 
 def _target(kind: str, budget: int) -> int:

@@ -2,12 +2,13 @@
 
 Each test fails when its rule is taken out: changed lines ranked and dealt across files (a
 crowded diff's files each get one), rare log lines kept beside their common kind, `Key:  value`
-lines kept verbatim and a section's sub-fields before its continued values, and a ragged
-table's rows counted.
+lines kept verbatim and a section's sub-fields before its continued values, a ragged
+table's rows counted, and an HTTP transcript's body compressed as what it is.
 """
 
 from __future__ import annotations
 
+import json
 import tracemalloc
 
 from agent.context.compress import compress, detect
@@ -296,3 +297,33 @@ def test_a_section_keeps_its_last_row_and_ranks_ids_and_repeats_after_news() -> 
     assert detect(text) == "text" and len(got) <= 2000
     assert "KubeletIsReady" in got, "a section's last row"
     assert "Kubelet Version:    v1.31.2" in got, "a version before opaque ids and repeated rows"
+
+
+def _transcript() -> str:
+    """A response as `curl -i` prints it: a status line, many headers, a JSON list of records."""
+    headers = [
+        "date: Fri, 04 Dec 2026 10:00:00 GMT",
+        "content-type: application/json; charset=utf-8",
+        "server: github.com",
+        'etag: W/"0f8e6b1d4c"',
+        "x-github-request-id: C0DE:1234:ABCD:5678",
+        *[f"x-trace-{n}: {'0123456789abcdef' * 4}" for n in range(12)],
+        'link: <https://api.example.com/repos?page=4>; rel="next", '
+        '<https://api.example.com/repos?page=9>; rel="last"',
+        "x-ratelimit-remaining: 17",
+    ]
+    rows = [{"id": n, "name": f"repo-{n}", "archived": n == 77, "stars": n * 3} for n in range(120)]
+    body = json.dumps(rows, indent=2)
+    return "HTTP/2 200 \r\n" + "\r\n".join(headers) + "\r\n\r\n" + body
+
+
+def test_an_http_transcript_keeps_its_status_actionable_headers_and_a_json_body() -> None:
+    text = _transcript()
+    out = compress(text, 2_000, pointer=NAME)
+    assert len(out) <= 2_000 and detect(text) == "http"
+    head, _, body = out.partition("\n\n")
+    assert head.splitlines()[0] == "HTTP/2 200"
+    assert 'rel="next"' in head and "x-ratelimit-remaining: 17" in head
+    assert "x-trace-3" not in head and "[17 more headers]" in head
+    summary = json.loads(body)  # the body compressed as JSON, not cut as text
+    assert summary["total"] == 120
