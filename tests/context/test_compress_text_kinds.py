@@ -173,6 +173,21 @@ def test_git_log_stat_keeps_the_files_of_the_newest_commits() -> None:
     assert f"{0:040x}" in out and f"{79:040x}" in out and "80 commits" in out
 
 
+def test_git_log_shows_where_each_release_is_before_its_merges() -> None:
+    parts = []
+    for n in range(150):
+        merge = "Merge: 1a2b3c4 5d6e7f8\n" if n % 9 == 4 else ""
+        usual = f"Merge pull request #{n} from dev/feature-{n}" if merge else f"Fix {n}"
+        subject = {40: "v2.34.2", 75: "Release 2.33.0 (#7120)", 110: "Bump version to 2.32.0"}.get(n, usual)
+        parts.append(
+            f"commit {n:040x}\n{merge}Author: Dev {n % 4} <dev{n % 4}@example.org>\n"
+            f"Date:   Mon Mar 3 10:00:00 2025 +0100\n\n    {subject}\n\n"
+        )
+    out = compress("".join(parts), 2000, pointer=NAME)
+    assert len(out) <= 2000
+    assert ": v2.34.2" in out and ": Release 2.33.0 (#7120)" in out and ": Bump version to 2.32.0" in out
+
+
 def test_tap_maven_and_junit_runs_keep_counts_failures_and_why() -> None:
     tap = ["TAP version 13"]
     for n in range(1, 301):

@@ -292,14 +292,23 @@ _STAT = re.compile(r"^ (\S.*?\S)\s+\|\s+(\d+|Bin\b.*?)(?:\s+[+-]+)?$")
 """A `--stat` line: ` path | 45 ++++` (the bars say again what the number says)."""
 
 
+_RELEASE = re.compile(
+    r"(?i)^(?:(?:release|releasing|bump|prepare|version)\b[\w ]{0,24}?\s)?"
+    r"v?\d+\.\d+(?:\.\d+)*\S*(?:\s+\(#\d+\))?$"
+)
+"""A release's subject: `v2.34.2`, `Release 8.2.0 (#2890)`, `Bump version to 1.4.0`."""
+
+
 def compress_git_log(text: str, budget: int, pointer: str | None) -> str:
-    """`git log` as one line per commit (hash, date, author, subject); with `--stat`, the files a
-    commit changed under it (`docs/faqs.md | 45`), the newest commits' first. Bodies and diffs cut."""
+    """`git log` as one line per commit (hash, date, author, subject), the newest and oldest, then the
+    releases and merges between them; with `--stat`, the files a commit changed under it
+    (`docs/faqs.md | 45`), the newest commits' first. Bodies and diffs cut."""
     lines: list[str] = []
     origin: list[tuple[int, int]] = []  # a gap counts commits: a stat line spans none
     commits: list[int] = []  # the line of each commit
     stats: list[list[int]] = []  # the stat lines of each commit
     merges: list[int] = []
+    releases: list[int] = []
     dropped = 0
     authors: set[str] = set()
     current: dict[str, str] = {}
@@ -319,6 +328,8 @@ def compress_git_log(text: str, budget: int, pointer: str | None) -> str:
                 origin.append((len(commits) + 1, 0))
             if "merge" in current:
                 merges.append(len(commits) - 1)
+            if _RELEASE.match(current.get("subject", "")):
+                releases.append(len(commits) - 1)
 
     for line in text.splitlines():
         found = _COMMIT.match(line)
@@ -344,6 +355,7 @@ def compress_git_log(text: str, budget: int, pointer: str | None) -> str:
             dropped += 1
     close()
     priorities = [(p, commits[i]) for p, i in head_tail(len(commits), budget)]
+    priorities += [(4, commits[i]) for i in releases[:10]]  # where each version is: read before merges
     priorities += [(5, commits[i]) for i in merges[:10]]
     for n, files in enumerate(stats[: budget // 40]):  # each commit's files after the commits near it
         priorities += [(2 * n + 6 + 4 * k, i) for k, i in enumerate(files[:8])]
