@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from agent.context.cache import PrefixGuard
-from agent.context.tokens import Calibration, prompt_estimate
+from agent.context.tokens import Calibration, Sizes, prompt_estimate
 from agent.errors import CostBudgetExceeded, RunResult, TokenBudgetExceeded
 from agent.messages import Msg, final_text
 from agent.models import ModelTable
@@ -99,6 +99,8 @@ class RunState:
     """What this run's calls run against (`AgentConfig.tools_for`), made on the first turn."""
     output: Any = None
     """The final answer as an object, set by the extension that validated it (`RunResult.output`)."""
+    sizes: Sizes = field(default_factory=Sizes, repr=False)
+    """The JSON length of each message this run measured (`agent.context.tokens.Sizes`)."""
     measured: tuple[int, dict[str, Any], int] | None = field(default=None, repr=False)
     """(step, request, its `prompt_estimate`) of this step's last compaction measure (`raw_estimate`)."""
 
@@ -115,7 +117,7 @@ class RunState:
         """`prompt_estimate(request)`, reusing this step's measure when `request` equals it."""
         if self.measured is not None and self.measured[0] == self.step and self.measured[1] == request:
             return self.measured[2]
-        return prompt_estimate(request)
+        return prompt_estimate(request, self.sizes.chars)
 
     def with_messages(self, messages: list[Msg]) -> RunState:
         """A shallow copy holding `messages` instead (to measure a candidate history)."""

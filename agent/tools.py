@@ -4,6 +4,7 @@ what prompt caching needs. `@tool` refuses at decoration time anything no call c
 
 from __future__ import annotations
 
+import bisect
 import copy
 import functools
 import json
@@ -267,6 +268,8 @@ class ToolRegistry:
         self.default_timeout = default_timeout
         self.max_output_chars = max_output_chars
         self._tools: dict[str, Tool] = {}
+        self._by_name: list[Tool] = []
+        """The tools run here, sorted by name: declared in that order at every step."""
         self._server: dict[str, ServerTool] = {}
         for item in tools:
             if isinstance(item, ServerTool | Mapping):
@@ -278,6 +281,7 @@ class ToolRegistry:
         if tool_.name in self._tools or tool_.name in self._server:
             raise ValueError(f"duplicate tool name: {tool_.name}")
         self._tools[tool_.name] = tool_
+        bisect.insort(self._by_name, tool_, key=lambda t: t.name)
 
     def add_server(self, tool_: ServerTool) -> None:
         """Declare a tool the API runs (its definition is sent as given)."""
@@ -304,7 +308,7 @@ class ToolRegistry:
         return name in self._tools
 
     def __iter__(self) -> Any:
-        return iter(sorted(self._tools.values(), key=lambda t: t.name))
+        return iter(self._by_name)
 
     def __len__(self) -> int:
         """Every declared tool: the functions run here and the tools the API runs."""

@@ -4,16 +4,19 @@ A request is estimated as characters / 4 of its JSON (cheap, deterministic, offl
 corrects that ratio with what the API billed, and keeps each thinking block's hidden size, learned
 from the response that produced it: with `display` omitted a block comes back as a signature, yet
 its whole reasoning is billed each time it is sent back, which no ratio can learn. Near a decision's
-line, `request_tokens` can ask a `TokenCounter` (the free `count_tokens` endpoint). Nothing is
-remembered between calls: a value edited in place is measured as it now is.
+line, `request_tokens` can ask a `TokenCounter` (the free `count_tokens` endpoint). A value edited
+in place is measured as it now is: the functions remember nothing, and a run's `Sizes` reuse a
+message's length only while the message equals the copy that was measured.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import math
+import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -23,6 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Calibration",
+    "Sizes",
     "estimate_tokens",
     "prompt_estimate",
     "reaches",
@@ -57,6 +61,69 @@ def _chars(value: Any) -> int:
     return len(_dumps(value))
 
 
+class _Exact:
+    """A number or bool in a `Sizes` copy: equal only to a value JSON spells alike (`1 == True` is not)."""
+
+    __slots__ = ("kind", "value")
+
+    def __init__(self, value: int | float) -> None:
+        self.kind, self.value = type(value), value
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not self.kind or other != self.value:
+            return False
+        return self.kind is not float or repr(other) == repr(self.value)  # -0.0 is not 0.0
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _copy(value: Any) -> Any:
+    """A decoded message with its numbers and bools made `_Exact`."""
+    if type(value) is dict:
+        return {k: _copy(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_copy(v) for v in value]
+    return _Exact(value) if type(value) in (int, float, bool) else value
+
+
+class Sizes:
+    """The JSON length of each message of the history one run last measured, beside a copy of it.
+
+    A long run measures its whole history at every step (compaction, budgets), and most of it is
+    what the step before measured, at the same place. A length is reused only while the message
+    equals the copy decoded from the JSON that was measured (comparing dicts runs in C, several times
+    quicker than encoding them; numbers and bools compare by type too): a message edited in place,
+    or another one, is measured anew, so nothing stale is served. The copies hold the history's
+    size once more, for the run only.
+    """
+
+    def __init__(self) -> None:
+        self._copies: list[Any] = []
+        self._lengths: list[int] = []
+
+    def chars(self, value: Any) -> int:
+        """`len` of `value`'s JSON; a request's messages measured through the copies."""
+        if type(value) is not dict or type(messages := value.get("messages")) is not list:
+            return _chars(value)
+        rest = {k: v for k, v in value.items() if k != "messages"}
+        listed = self.history(messages) + max(len(messages) - 1, 0) + 2  # [a,b]
+        return _chars(rest) + len('"messages":') + listed + (1 if rest else 0)
+
+    def history(self, messages: Sequence[Any]) -> int:
+        """The messages' JSON lengths, each measured apart; those not known are measured and kept."""
+        same = list(map(operator.eq, messages, self._copies))  # as far as the shorter goes
+        same += [False] * (len(messages) - len(same))
+        total = sum(itertools.compress(self._lengths, same))
+        for i in itertools.compress(range(len(messages)), map(operator.not_, same)):
+            text = _dumps(messages[i])
+            total += len(text)
+            if i == len(self._copies):
+                self._copies.append(None)
+                self._lengths.append(0)
+            self._copies[i], self._lengths[i] = _copy(json.loads(text)), len(text)
+        return total
+
+
 def estimate_tokens(value: Any, chars_per_token: float = CHARS_PER_TOKEN) -> int:
     """Rough token count of any JSON-able value (a request, a message, a string)."""
     return math.ceil(_chars(value) / chars_per_token)
@@ -73,10 +140,10 @@ def reaches(values: Iterable[Any], tokens: float) -> bool:
     return False
 
 
-def prompt_estimate(request: Any) -> int:
+def prompt_estimate(request: Any, chars: Callable[[Any], int] = _chars) -> int:
     """`estimate_tokens` of a request as the model reads it: a deferred tool declaration is in
     the body but not in the prompt until a `tool_reference` loads it, so unloaded ones are left out."""
-    raw = estimate_tokens(request)
+    raw = math.ceil(chars(request) / CHARS_PER_TOKEN)
     tools = request.get("tools") if isinstance(request, Mapping) else None
     if not isinstance(tools, list) or not any(
         isinstance(t, Mapping) and t.get("defer_loading") is True for t in tools

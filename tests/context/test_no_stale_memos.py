@@ -26,7 +26,7 @@ from agent.context.prune import (
     prune,
     tool_result_turns,
 )
-from agent.context.tokens import Calibration, estimate_tokens, prompt_estimate, signature_key
+from agent.context.tokens import Calibration, Sizes, estimate_tokens, prompt_estimate, signature_key
 
 PROFILE = settings(
     max_examples=300,
@@ -111,7 +111,7 @@ def blocks_of(history: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 @st.composite
 def edits(draw: st.DrawFn, history: list[dict[str, Any]]) -> None:
     """Edit one dict of `history` in place (the list keeps its very dicts)."""
-    kind = draw(st.sampled_from(["result", "result", "append", "input", "stub", "drop", "text"]))
+    kind = draw(st.sampled_from(["result", "result", "append", "input", "number", "stub", "drop", "text"]))
     results, calls = blocks_of(history, "tool_result"), blocks_of(history, "tool_use")
     if kind == "result" and results:
         draw(st.sampled_from(results))["content"] = draw(result_content())
@@ -121,6 +121,10 @@ def edits(draw: st.DrawFn, history: list[dict[str, Any]]) -> None:
         call = draw(st.sampled_from(calls))
         call["input"] = draw(arguments)
         call["name"] = draw(st.sampled_from(TOOLS))
+    elif kind == "number" and calls:  # equal in Python, spelt otherwise in JSON: 1, True, 1.0, -0.0
+        draw(st.sampled_from(calls))["input"]["a"] = draw(
+            st.sampled_from([1, True, 1.0, 0, False, 0.0, -0.0])
+        )
     elif kind == "drop":
         message = draw(st.sampled_from(history[1:]))
         if isinstance(message["content"], list) and len(message["content"]) > 1:
@@ -166,9 +170,15 @@ def request_for(history: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def answers(
-    history: list[dict[str, Any]], request: dict[str, Any], keep_recent: int, batch: int, ttl: str
+    history: list[dict[str, Any]],
+    request: dict[str, Any],
+    keep_recent: int,
+    batch: int,
+    ttl: str,
+    sizes: Sizes,
 ) -> dict[str, Any]:
-    """Every answer the context functions give about `history` (and `request`, which holds it)."""
+    """Every answer the context functions give about `history` (and `request`, which holds it);
+    `sizes` is the run's, kept from one question to the next."""
     calibration = Calibration(ratio=1.3, hidden={signature_key(s): 100 * n for n, s in enumerate(SIGNATURES)})
     marked = mark_breakpoints(request, ttl)
     return {
@@ -184,6 +194,8 @@ def answers(
         "calibrated": calibration.estimate(request),
         "calibrated_marked": calibration.estimate(marked),
         "hidden": calibration.hidden_tokens(history),
+        "sizes": [sizes.chars(request), len(wire(request))],
+        "sizes_marked": [sizes.chars(marked), len(wire(marked))],
     }
 
 
@@ -204,16 +216,16 @@ def test_answers_after_an_edit_in_place_are_those_of_a_fresh_copy(
     ttl: str,
     rounds: int,
 ) -> None:
-    request = request_for(history)
+    request, sizes = request_for(history), Sizes()
     for _ in range(rounds):
-        answers(history, request, keep_recent, batch, ttl)  # asked once: anything kept is kept now
-        answers(history, request, keep_recent, batch, ttl)
+        answers(history, request, keep_recent, batch, ttl, sizes)  # asked once: anything kept is kept now
+        answers(history, request, keep_recent, batch, ttl, sizes)
         sent = copy.deepcopy(mark_breakpoints(request, ttl))  # the request as the last step sent it
         data.draw(edits(history))
         fresh = copy.deepcopy(history)
         fresh_request = request_for(fresh)
-        assert answers(history, request, keep_recent, batch, ttl) == answers(
-            fresh, fresh_request, keep_recent, batch, ttl
+        assert answers(history, request, keep_recent, batch, ttl, sizes) == answers(
+            fresh, fresh_request, keep_recent, batch, ttl, Sizes()
         )
         assert prefix_changes(sent, mark_breakpoints(request, ttl)) == prefix_changes(
             sent, mark_breakpoints(fresh_request, ttl)
@@ -245,3 +257,20 @@ def test_a_result_grown_in_place_is_pruned() -> None:
     pruned = prune(history, 1)
     assert pruned[2]["content"][0]["content"].startswith(STUB_PREFIX)
     assert wire(pruned) == wire(prune(copy.deepcopy(history), 1))
+
+
+def test_a_message_measured_once_is_measured_again_when_its_value_changes_spelling() -> None:
+    """`1`, `True`, `1.0` and `-0.0`/`0.0` are equal in Python but not in JSON: the run's sizes must
+    not take one for the other (nor a message for an equal one at another place)."""
+    call = {"type": "tool_use", "id": "toolu_1", "name": "fetch", "input": {"a": 1}}
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [call]},
+    ]
+    request, sizes = request_for(history), Sizes()
+    for value in [1, True, 1.0, 0, False, -0.0, 0.0, 10**16, 1e16, "1", None, [1], {"b": 1}]:
+        call["input"]["a"] = value
+        assert sizes.chars(request) == len(wire(request)), value
+    history.append({"role": "user", "content": "go"})  # the same words, a new place
+    history[0]["content"] = "went"
+    assert sizes.chars(request) == len(wire(request))

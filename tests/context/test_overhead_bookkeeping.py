@@ -14,7 +14,6 @@ import copy
 import json
 import math
 import os
-import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -781,14 +780,12 @@ def test_a_step_encodes_its_request_once_for_compaction_and_budgets_and_follows_
     from agent.testing import ScriptedLLM, reply, tool_use
 
     encoded: list[int] = []
-    dumps = tokens._dumps
+    measured = tokens.Sizes.chars
 
-    def counting(value: Any) -> str:
-        estimating = sys._getframe(3).f_code.co_name == "prompt_estimate"
-        scripted = "agent/testing" in sys._getframe(4).f_code.co_filename  # the scripted model's own
-        if estimating and not scripted and isinstance(value, Mapping) and "messages" in value:
+    def counting(self: tokens.Sizes, value: Any) -> int:
+        if isinstance(value, Mapping) and "messages" in value:
             encoded.append(len(value["messages"]))
-        return dumps(value)
+        return measured(self, value)
 
     budgets: list[tuple[int | None, int]] = []
 
@@ -802,7 +799,7 @@ def test_a_step_encodes_its_request_once_for_compaction_and_budgets_and_follows_
         budgets.append((raw, reference_prompt_estimate(request)))
         check(request, state, policy, raw)
 
-    monkeypatch.setattr(tokens, "_dumps", counting)
+    monkeypatch.setattr(tokens.Sizes, "chars", counting)
     monkeypatch.setattr(accounting, "check_budgets", checking)
     script = [reply(tool_use("note", {"text": str(i)})) for i in range(5)] + [reply("done")]
     agent = Noting(llm=ScriptedLLM(script), tools=[note], max_context_tokens=500_000, max_cost_usd=10.0)
