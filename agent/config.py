@@ -348,13 +348,9 @@ class AgentConfig:
         return frozenset(t.name for t in self.registry if t.irreversible or t.never_prune)
 
     def measure(self, state: RunState, candidate: Sequence[dict[str, Any]]) -> int:
-        """Estimated prompt tokens of this step's request with `candidate` as its history. With no
-        history, the request measured last this step less its messages: its fixed part, not built again."""
+        """Estimated prompt tokens of this step's request with `candidate` as its history."""
         counter = self.llm if self.exact_token_count and isinstance(self.llm, TokenCounter) else None
         near = int(self.max_context_tokens * (1 - self.compact_margin) * 0.8)
-        if not candidate and state.measured is not None and state.measured[0] == state.step:
-            fixed = {**state.measured[1], "messages": []}
-            return request_tokens(fixed, state.calibration, counter, exact_from=near)
         request = self.build_request(state.with_messages(list(candidate)))  # type: ignore[attr-defined]
         raw = prompt_estimate(request, state.sizes.chars)
         state.measured = (state.step, request, raw)

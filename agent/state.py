@@ -99,7 +99,7 @@ class RunState:
     """What this run's calls run against (`AgentConfig.tools_for`), made on the first turn."""
     output: Any = None
     """The final answer as an object, set by the extension that validated it (`RunResult.output`)."""
-    sizes: Sizes = field(default_factory=Sizes, repr=False)
+    sizes: Sizes = field(default_factory=Sizes, repr=False, compare=False)
     """The JSON length of each message this run measured (`agent.context.tokens.Sizes`)."""
     measured: tuple[int, dict[str, Any], int] | None = field(default=None, repr=False)
     """(step, request, its `prompt_estimate`) of this step's last compaction measure (`raw_estimate`)."""

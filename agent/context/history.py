@@ -178,12 +178,12 @@ def _measured_once(measure: Callable[[Sequence[Msg]], int]) -> Callable[[Sequenc
 
 
 def _history_size(measure: Callable[[Sequence[Msg]], int]) -> Estimate:
-    """A history's tokens as `measure` counts them, less the request's fixed part (measured after
-    it, from the same request)."""
+    """A history's tokens as `measure` counts them, less the request's fixed part (measured first,
+    so the last request measured is the step's own)."""
 
     def size(history: Sequence[Msg]) -> int:
-        whole = measure(history)
-        return whole - measure(())
+        fixed = measure(())
+        return measure(history) - fixed
 
     return size
 

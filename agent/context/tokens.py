@@ -77,13 +77,35 @@ class _Exact:
     __hash__ = None  # type: ignore[assignment]
 
 
-def _copy(value: Any) -> Any:
-    """A decoded message with its numbers and bools made `_Exact`."""
-    if type(value) is dict:
-        return {k: _copy(v) for k, v in value.items()}
-    if type(value) is list:
-        return [_copy(v) for v in value]
-    return _Exact(value) if type(value) in (int, float, bool) else value
+_NATIVE = (str, type(None))
+_NUMBERS = (int, float, bool)
+
+
+def _copy(message: Any) -> Any:
+    """`message` with its numbers and bools made `_Exact`, or None when it holds anything but JSON's
+    own types (a str key, dict, list, str, int, float, bool or None, each by exact type): an object's
+    `__eq__` may raise or answer yes to anything, so no copy is kept to compare it with. A walk,
+    not a recursion: a message nested a thousand deep is copied too."""
+    top: list[Any] = [None]
+    work: list[tuple[Any, Any, Any]] = [(message, top, 0)]
+    while work:
+        value, into, at = work.pop()
+        kind = type(value)
+        if kind is dict:
+            if not all(type(k) is str for k in value):
+                return None
+            into[at] = keyed = dict.fromkeys(value)
+            work.extend((v, keyed, k) for k, v in value.items())
+        elif kind is list:
+            into[at] = listed = [None] * len(value)
+            work.extend((v, listed, i) for i, v in enumerate(value))
+        elif kind in _NUMBERS:
+            into[at] = _Exact(value)
+        elif kind in _NATIVE:
+            into[at] = value
+        else:
+            return None
+    return top[0]
 
 
 class Sizes:
@@ -91,10 +113,10 @@ class Sizes:
 
     A long run measures its whole history at every step (compaction, budgets), and most of it is
     what the step before measured, at the same place. A length is reused only while the message
-    equals the copy decoded from the JSON that was measured (comparing dicts runs in C, several times
-    quicker than encoding them; numbers and bools compare by type too): a message edited in place,
-    or another one, is measured anew, so nothing stale is served. The copies hold the history's
-    size once more, for the run only.
+    equals its copy (comparing dicts runs in C, several times quicker than encoding them; numbers
+    and bools compare by type too): a message edited in place, or another one, is measured anew,
+    so nothing stale is served. Only messages of plain JSON data get a copy; the rest are encoded
+    each time. The copies hold the history's size once more, for the run only.
     """
 
     def __init__(self) -> None:
@@ -111,7 +133,15 @@ class Sizes:
 
     def history(self, messages: Sequence[Any]) -> int:
         """The messages' JSON lengths, each measured apart; those not known are measured and kept."""
-        same = list(map(operator.eq, messages, self._copies))  # as far as the shorter goes
+        if messages:
+            del self._copies[len(messages) :], self._lengths[len(messages) :]  # a compacted run lets go
+        try:  # as far as the shorter goes; a message with no copy is never the same
+            same = [
+                s is True and c is not None
+                for s, c in zip(map(operator.eq, messages, self._copies), self._copies, strict=False)
+            ]
+        except Exception:  # an object in a message refused the comparison (a numpy array does)
+            same = []
         same += [False] * (len(messages) - len(same))
         total = sum(itertools.compress(self._lengths, same))
         for i in itertools.compress(range(len(messages)), map(operator.not_, same)):
@@ -120,7 +150,7 @@ class Sizes:
             if i == len(self._copies):
                 self._copies.append(None)
                 self._lengths.append(0)
-            self._copies[i], self._lengths[i] = _copy(json.loads(text)), len(text)
+            self._copies[i], self._lengths[i] = _copy(messages[i]), len(text)
         return total
 
 

@@ -274,3 +274,59 @@ def test_a_message_measured_once_is_measured_again_when_its_value_changes_spelli
     history.append({"role": "user", "content": "go"})  # the same words, a new place
     history[0]["content"] = "went"
     assert sizes.chars(request) == len(wire(request))
+
+
+class _Agreeable:
+    """A value whose `__eq__` answers yes to anything (as `unittest.mock.ANY` does)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = object.__hash__
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class _Refusing(_Agreeable):
+    """A value that cannot be compared (as a numpy array in a truth test)."""
+
+    def __eq__(self, other: object) -> bool:
+        raise ValueError("the truth value is ambiguous")
+
+    __hash__ = object.__hash__
+
+
+def test_a_message_holding_objects_is_measured_afresh_and_never_raises() -> None:
+    """The run's sizes only keep copies of plain JSON data: an object in a message is encoded as the
+    request is (`str`), each time, whatever its `__eq__` says or raises."""
+    holder: dict[str, Any] = {"type": "text", "text": "go"}
+    history: list[dict[str, Any]] = [{"role": "user", "content": [holder]}]
+    request, sizes = request_for(history), Sizes()
+    for value in [
+        _Agreeable("a"),
+        _Agreeable("a much longer text"),
+        "plain",
+        _Refusing("b"),
+        _Refusing("bb"),
+        "x",
+    ]:
+        holder["text"] = value
+        assert sizes.chars(request) == len(
+            json.dumps(request, ensure_ascii=False, separators=(",", ":"), default=str)
+        )
+
+
+def test_a_message_nested_deeper_than_python_recurses_is_measured() -> None:
+    nested: Any = "leaf"
+    for _ in range(400):  # 800 levels: JSON's encoder manages, a recursion in Python would not
+        nested = {"n": [nested]}
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": [{"type": "text", "text": "go", "extra": nested}]}
+    ]
+    request, sizes = request_for(history), Sizes()
+    assert sizes.chars(request) == len(wire(request))
+    assert sizes.chars(request) == len(wire(request))  # the second time through the copy
