@@ -116,7 +116,9 @@ class Sizes:
     equals its copy (comparing dicts runs in C, several times quicker than encoding them; numbers
     and bools compare by type too): a message edited in place, or another one, is measured anew,
     so nothing stale is served. Only messages of plain JSON data get a copy; the rest are encoded
-    each time. The copies hold the history's size once more, for the run only.
+    each time. Equality is the message's own: a value later put in place of copied data that claims
+    to equal what it is not (`mock.ANY`, `pytest.approx`, a `str` subclass lying in `__eq__`) passes
+    for the copy; JSON data has none. The copies hold the history's size once more, for the run only.
     """
 
     def __init__(self) -> None:
@@ -145,12 +147,13 @@ class Sizes:
         same += [False] * (len(messages) - len(same))
         total = sum(itertools.compress(self._lengths, same))
         for i in itertools.compress(range(len(messages)), map(operator.not_, same)):
+            copy = _copy(messages[i])  # before encoding: an object's `__str__` may edit the message
             text = _dumps(messages[i])
             total += len(text)
             if i == len(self._copies):
                 self._copies.append(None)
                 self._lengths.append(0)
-            self._copies[i], self._lengths[i] = _copy(messages[i]), len(text)
+            self._copies[i], self._lengths[i] = copy, len(text)
         return total
 
 

@@ -43,6 +43,19 @@ def test_a_diff_keeps_the_definitions_and_versions_it_changes_in_every_file() ->
     assert "# new comment line" not in out, "comments rank below definitions"
 
 
+def test_a_diff_shows_a_version_number_it_drops_before_the_definitions_it_adds() -> None:
+    """A line that sets or drops a version number is what a release diff is read for: it outranks
+    new definitions, even as a removal among many additions."""
+    added = "".join(f"+def handler_number_{n}(request: dict, settings: dict) -> dict:\n" for n in range(40))
+    text = (
+        "diff --git a/pkg/__init__.py b/pkg/__init__.py\nindex 1..2 100644\n--- a/pkg/__init__.py\n"
+        f'+++ b/pkg/__init__.py\n@@ -1,3 +1,42 @@\n import os\n{added}-__version__ = "8.1.8"\n'
+    )
+    out = compress(text, 1200, pointer=NAME)
+    assert len(out) <= 1200 and "handler_number_39" not in out
+    assert '-__version__ = "8.1.8"' in out, out
+
+
 def _crowded_diff() -> str:
     """Sixteen files: the first with three new definitions, each other with one assignment."""
 

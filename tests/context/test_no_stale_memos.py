@@ -330,3 +330,21 @@ def test_a_message_nested_deeper_than_python_recurses_is_measured() -> None:
     request, sizes = request_for(history), Sizes()
     assert sizes.chars(request) == len(wire(request))
     assert sizes.chars(request) == len(wire(request))  # the second time through the copy
+
+
+def test_a_message_edited_while_it_is_encoded_is_measured_as_it_now_is() -> None:
+    """An object's `__str__` (the encoder calls it) may edit the message it is in: the copy is taken
+    before encoding, so the length of what was encoded is never filed beside what it became."""
+    holder: dict[str, Any] = {"type": "text", "text": "go"}
+
+    class Rewriting:
+        def __str__(self) -> str:
+            holder["text"] = "x"
+            return "a long text that is gone once it has been read"
+
+    history: list[dict[str, Any]] = [{"role": "user", "content": [holder]}]
+    request, sizes = request_for(history), Sizes()
+    holder["text"] = Rewriting()
+    sizes.chars(request)
+    assert holder["text"] == "x"
+    assert sizes.chars(request) == len(wire(request))

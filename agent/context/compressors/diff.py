@@ -4,7 +4,7 @@ A diff is read for which files changed, how much, where, and what the change say
 a head/tail cut keeps the first file's first hunk and the last file's last lines,
 and a git-log reading drops the diff altogether. Here every file keeps its
 `diff --git` line with its +/- counts, then the changed lines themselves, ranked by
-what they say (a definition, a version string, an assignment before an import, a
+what they say (a version number, a definition, an assignment before an import, a
 comment or a closing bracket) and dealt out across files and hunks, so the third
 file's new function outranks the first file's tenth changed import. A hunk header
 follows its kept changes (it says where they are); then whole hunks from the top
@@ -40,7 +40,9 @@ _DEFINITION = re.compile(
     r"|^\s*(?:const|let|var|val)\s+\w+\s*[:=]"
 )
 """A changed line that defines something: what a reader of the diff looks for first."""
-_VERSION = re.compile(r"(?i)\bversion\b|\bv?\d+\.\d+\.\d+|\b(?:__version__|VERSION)\b")
+_VERSION = re.compile(r"(?i)\bversion\b|\b(?:__version__|VERSION)\b")
+_RELEASE = re.compile(r"\bv?\d+\.\d+\.\d+")
+"""A version number itself: a line that sets or drops one is the change a release diff is read for."""
 _ASSIGN = re.compile(
     r"^\s*[\w.\[\]'\"]+\s*(?::[^=]{1,60})?\s*(?<![=!<>])=(?!=)|^\s*[\w.-]+:\s+\S|^\s*(?:return|raise|throw)\b"
 )
@@ -52,13 +54,16 @@ changed lines say."""
 
 
 def _weight(change: str) -> int:
-    """How much a changed line (sign dropped) says: 0 a definition or version, 1 an assignment or a
-    return, 2 other code, 3 an import or a comment, 4 almost nothing (`)`, a blank line)."""
+    """How much a changed line (sign dropped) says: -1 a version number, 0 a definition or a line
+    naming a version, 1 an assignment or a return, 2 other code, 3 an import or a comment, 4 almost
+    nothing (`)`, a blank line)."""
     body = change.strip()
     if len(body) < 4 or not any(c.isalnum() for c in body):
         return 4
     if _COMMENT.match(body):
         return 3
+    if _RELEASE.search(body):
+        return -1
     if _DEFINITION.match(change) or _VERSION.search(body):
         return 0
     if _IMPORT.match(body):
@@ -205,7 +210,7 @@ def _ranked_changes(
             ordered.append((weight, lines[i][0] == "-", nth, i, hunk))  # what it is now, then what it was
         ordered.sort()
         for rank, (weight, _, _, i, hunk) in enumerate(ordered):
-            priority = 8 + 13 * min(rank, 60) + 4 * weight
+            priority = 8 + 13 * min(rank, 60) + 4 * max(weight, 0)  # a version number: first, as a rank
             out.append((priority, i))
             if hunk not in located:  # one header a hunk, ranked after its best change
                 located.add(hunk)
