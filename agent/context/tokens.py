@@ -17,6 +17,7 @@ import json
 import logging
 import math
 import operator
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -84,21 +85,25 @@ _NUMBERS = (int, float, bool)
 def _copy(message: Any) -> Any:
     """`message` with its numbers and bools made `_Exact`, or None when it holds anything but JSON's
     own types (a str key, dict, list, str, int, float, bool or None, each by exact type): an object's
-    `__eq__` may raise or answer yes to anything, so no copy is kept to compare it with. A walk,
-    not a recursion: a message nested a thousand deep is copied too."""
+    `__eq__` may raise or answer yes to anything, so no copy is kept to compare it with. A walk, not
+    a recursion, as deep as Python would recurse: a deeper one (or a cycle) is left to the encoder,
+    which raises."""
     top: list[Any] = [None]
-    work: list[tuple[Any, Any, Any]] = [(message, top, 0)]
+    work: list[tuple[Any, Any, Any, int]] = [(message, top, 0, 0)]
+    deepest = sys.getrecursionlimit()
     while work:
-        value, into, at = work.pop()
+        value, into, at, depth = work.pop()
         kind = type(value)
+        if depth > deepest:
+            return None
         if kind is dict:
             if not all(type(k) is str for k in value):
                 return None
             into[at] = keyed = dict.fromkeys(value)
-            work.extend((v, keyed, k) for k, v in value.items())
+            work.extend((v, keyed, k, depth + 1) for k, v in value.items())
         elif kind is list:
             into[at] = listed = [None] * len(value)
-            work.extend((v, listed, i) for i, v in enumerate(value))
+            work.extend((v, listed, i, depth + 1) for i, v in enumerate(value))
         elif kind in _NUMBERS:
             into[at] = _Exact(value)
         elif kind in _NATIVE:

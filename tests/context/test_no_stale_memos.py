@@ -15,6 +15,7 @@ import copy
 import json
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -348,3 +349,11 @@ def test_a_message_edited_while_it_is_encoded_is_measured_as_it_now_is() -> None
     sizes.chars(request)
     assert holder["text"] == "x"
     assert sizes.chars(request) == len(wire(request))
+
+
+def test_a_message_that_holds_itself_raises_as_encoding_it_does() -> None:
+    looped: dict[str, Any] = {"type": "text", "text": "go"}
+    looped["again"] = [looped]
+    request = request_for([{"role": "user", "content": [looped]}])
+    with pytest.raises(RecursionError):
+        Sizes().chars(request)
