@@ -239,3 +239,40 @@ def test_past_the_ladder_only_records_that_show_something_new() -> None:
     briefs = [row for row in json.loads(compress(json.dumps(rows), 4_000, pointer="x"))["items"]]
     assert len([row for row in briefs if isinstance(row, dict)]) <= 13  # the richest level's: 12 and the last
     assert any(isinstance(row, dict) and row.get("status") == "broken" for row in briefs)
+
+
+def _jobs() -> list[dict[str, Any]]:
+    """A scheduler's job list: every job the same `kind`, its `status` what tells them apart
+    (two of sixty failed), written here in the shape such APIs answer with."""
+    return [
+        {
+            "jobId": f"job-{n:03d}",
+            "name": f"nightly-export-{n:03d}",
+            "kind": "BATCH",
+            "queue": "default",
+            "submitted": f"2026-11-{1 + n % 28:02d}T02:00:00Z",
+            "status": "FAILED" if n in (23, 59) else "SUCCEEDED",
+            "log": "export finished; rows written to the warehouse " * 3,
+        }
+        for n in range(60)
+    ]
+
+
+def test_a_brief_row_names_a_record_s_state_beside_its_kind() -> None:
+    """A kind shared by every row said nothing; the status beside it is what the row is read for."""
+    out = compress(json.dumps({"jobs": _jobs()}), 2_000, pointer="x")
+    assert len(out) <= 2_000
+    rows = json.loads(out)["jobs"]["items"]
+    last = rows[-1]
+    assert last["jobId"] == "job-059" and last["status"] == "FAILED"
+
+
+def test_a_value_wrapped_in_a_one_key_object_is_shown_at_the_depth_limit() -> None:
+    """`{"stringValue": "http://..."}` (OpenTelemetry's AnyValue, DynamoDB's `{"S": ...}`) is one
+    typed value, not a level of nesting: its key names alone would hide the value itself."""
+    deep: Any = {"value": {"stringValue": "http://auth-service:3006/auth/api/login"}}
+    for n in range(8):  # the wrapper lands where the richest level stops
+        deep = {f"level{n}": deep, "note": f"layer {n}"}
+    out = compress(json.dumps({"wrapped": deep, "padding": ["x" * 50] * 200}), 2_000, pointer="x")
+    assert len(out) <= 2_000
+    assert "http://auth-service:3006/auth/api/login" in out

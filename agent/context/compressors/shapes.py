@@ -59,14 +59,16 @@ class Profile:
 _CATEGORIES = (
     frozenset(("id", "uuid", "number")),
     frozenset(("name", "title", "slug", "key", "login", "email", "path", "filename")),
-    frozenset(("status", "state", "level", "type", "kind", "version")),
+    frozenset(("status", "state", "level")),
+    frozenset(("type", "kind", "version")),
     frozenset(("loc", "msg", "message", "error", "code", "reason")),
 )
 
 
 def identity_keys(record: Mapping[Any, Any]) -> list[Any]:
-    """Up to four keys that identify a record: one id, one name, one state, two details."""
-    room = [1, 1, 1, 2]
+    """Up to six keys that identify a record: one id, one name, one state, one kind, two details (a
+    span's `kind` is the same in every row; its `status` is what the row says)."""
+    room = [1, 1, 1, 1, 2]
     keys = []
     for key in record:
         if not isinstance(key, str):

@@ -152,6 +152,11 @@ class _Viewer:
     def _collapsed(self, data: Mapping[Any, Any]) -> Any:
         """A dict past the level's depth: its identity fields when they are short scalars (the id
         and status of a subscription say more than `{37 keys}`), else its shape."""
+        if len(data) == 1:
+            ((key, only),) = data.items()
+            only = normalize(only)
+            if is_scalar(only) and (not isinstance(only, str) or len(only) <= 60 or _identifier(only)):
+                return {json_key(key): scalar(only)}  # a typed value (`{"stringValue": ...}`), not nesting
         brief: dict[str, Any] = {}
         for key in identity_keys(data)[:3]:
             value = normalize(data[key])
