@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import tracemalloc
+from collections.abc import Sequence
 
 from agent.context.compress import compress, detect
+from agent.context.compressors.logs import compress_log
 
 NAME = "tool-0123456789ab.txt"
 
@@ -102,6 +104,25 @@ def test_a_log_keeps_the_rare_variant_of_a_common_kind_and_the_last_of_a_rare_on
     assert detect(text) == "log" and len(out) <= 2000
     assert "Failed password for operator from 10.9.9.9" in out, "a template seen once"
     assert "election took 1210 ms" in out, "the last of a rare template, not only its first"
+
+
+def test_a_log_s_kinds_decide_which_lines_stand_for_others() -> None:
+    """`compress_log` ranks one line of each kind: the one `Failed password` among five hundred
+    `Accepted password` lines (each its own template: the user names differ) is kept as its own
+    kind, and lost when the kinds function lumps every line into one kind."""
+    names = [f"user{chr(97 + i % 26)}{chr(97 + i // 26 % 26)}{chr(97 + i // 676)}" for i in range(500)]
+    lines = [f"Dec 10 07:00:00 host sshd[42]: Accepted password for {name} from gateway" for name in names]
+    lines.insert(260, "Dec 10 07:00:00 host sshd[42]: Failed password for mallory from gateway")
+    text = "\n".join(lines)
+    seen: list[str] = []
+
+    def one_kind(templates: Sequence[str]) -> dict[str, str]:
+        seen.extend(templates)
+        return dict.fromkeys(templates, "all")
+
+    assert "Failed password for mallory" in compress_log(text, 1600, NAME)
+    assert "Failed password for mallory" not in compress_log(text, 1600, NAME, kinds=one_kind)
+    assert len(seen) == len(set(seen)) == 501, "each distinct template asked once"
 
 
 def _describe(

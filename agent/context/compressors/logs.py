@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 
 from agent.context.compressors.common import pick_lines, where
 from agent.context.compressors.detect import LOG_LEVEL as _LEVEL
@@ -56,12 +57,14 @@ _RARE_LISTED = 2000
 """Rare templates ranked at most: more can never fit a budget."""
 
 
-def _rare_templates(groups: dict[str, list[int]], kinds: dict[str, int], base: int) -> list[tuple[int, int]]:
-    """(priority, index) of every rare template's first and last line, right after its coarse kind's
-    first line (`kinds`: rank, rarest first): one line per kind would hide `ELECTION TOOK - 238`
+def _rare_templates(
+    groups: dict[str, list[int]], kind_of: Mapping[str, str], ranks: dict[str, int], base: int
+) -> list[tuple[int, int]]:
+    """(priority, index) of every rare template's first and last line, right after its kind's
+    first line (`ranks`: a kind's rank, rarest first): one line per kind would hide `ELECTION TOOK - 238`
     behind `ELECTION TOOK - 49`, and the one line among thousands is what a log is read for."""
     rare = sorted(
-        (kinds.get(_coarse(template), 0), count, first, last)
+        (ranks.get(kind_of[template], 0), count, first, last)
         for template, (first, last, count) in groups.items()
         if count <= _RARE
     )
@@ -74,7 +77,19 @@ def _rare_templates(groups: dict[str, list[int]], kinds: dict[str, int], base: i
     return out
 
 
-def compress_log(text: str, budget: int, pointer: str | None) -> str:
+def coarse_kinds(templates: Sequence[str]) -> dict[str, str]:
+    """Each template's kind, by `_coarse`: the default of `compress_log`'s `kinds`."""
+    return {template: _coarse(template) for template in templates}
+
+
+def compress_log(
+    text: str,
+    budget: int,
+    pointer: str | None,
+    kinds: Callable[[Sequence[str]], Mapping[str, str]] = coarse_kinds,
+) -> str:
+    """`kinds` maps each distinct template to its kind (a template miner may stand in for
+    `coarse_kinds`: `benchmarks/log_templates.py` measures Drain3 there)."""
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     if lines and not lines[-1]:
         lines.pop()
@@ -113,15 +128,16 @@ def compress_log(text: str, budget: int, pointer: str | None) -> str:
         (p, i) for i, p in severity.items() if p < 3 or groups[templates[i].strip()][2] <= common
     ]  # a warning repeated hundreds of times ranks as its kind (below): it says less than a rare line
     priorities += [(2, i) for i in (0, 1, len(lines) - 2, len(lines) - 1) if 0 <= i < len(lines)]
+    kind_of = kinds(list(groups))
     coarse: dict[str, list[int]] = {}  # coarse kind -> [lines of that kind, first template's line]
     for template, (first, _, count) in groups.items():
-        kind = coarse.setdefault(_coarse(template), [0, first])
+        kind = coarse.setdefault(kind_of[template], [0, first])
         kind[0] += count
     order = sorted(coarse.values(), key=lambda kind: (kind[0], kind[1]))
     rare = {first: 10 + n for n, (_, first) in enumerate(order)}  # one line of each kind, rarest first
     priorities += [(rank, first) for first, rank in rare.items()]
     ranks = {kind: rare[first] - 10 for kind, (_, first) in coarse.items()}
-    priorities += _rare_templates(groups, ranks, 11)
+    priorities += _rare_templates(groups, kind_of, ranks, 11)
     counts = ", ".join(f"{name} {levels[name]}" for name in _ORDER if levels[name]) or "no levels"
     header = f"[log: {len(lines)} lines; {counts}; distinct lines, repeats folded; {where(pointer)}]"
     return pick_lines(shown, budget, priorities, numbered=True, header=header, max_line=200)
