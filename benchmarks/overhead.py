@@ -7,7 +7,7 @@ against an in-process model that answers instantly. Per step:
 
 * **framework time**: everything the loop does between two `step_start` events (shrink
   the history, build and mark the request, budgets, book the answer, calibration, cache
-  guard, run the tool, render its result, session), minus the model call itself;
+  guard, run the tool, render its result), minus the model call itself;
 * **encode time**: `json.dumps` of that step's request body, the way httpx encodes it
   (`ensure_ascii=False`, compact separators, UTF-8), timed inside the fake model and
   therefore not part of the framework time.
@@ -26,8 +26,8 @@ The tool's own time stays inside the framework time, so the tool is made trivial
 are computed before the run (`page_json`), and a call is a dictionary lookup of ~1 us. (Building
 and encoding a page inside the call took ~180 us, more than half the encode time at 200
 messages: the tool's work, not the framework's.) So `run_tools` in the breakdown is the dispatch
-(worker thread, approval gate, session records), not the tool. The breakdown averages over every
-step of a run, the cold first one included (where the caches fill), and every garbage
+(the worker thread, validation, the outcome), not the tool. The breakdown averages over every
+step of a run, the cold first one included (where the run's `Sizes` encode every message), and every garbage
 collection, so it reads higher than the table (medians).
 
 Last line: `{"ratio_at_200": X, "ratio_at_1000": Y}` (median framework time / median
